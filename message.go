@@ -1,0 +1,350 @@
+package mailroom
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on message text.
+const (
+	MaxSubjectLen      = 200       // characters
+	DefaultMaxBodySize = 64 * 1024 // bytes
+)
+
+// Priority of a message.
+type Priority string
+
+// Priorities.
+const (
+	PriorityLow    Priority = "low"
+	PriorityNormal Priority = "normal"
+	PriorityHigh   Priority = "high"
+)
+
+// ParsePriority validates a priority; "" means normal.
+func ParsePriority(s string) (Priority, error) {
+	switch Priority(s) {
+	case "":
+		return PriorityNormal, nil
+	case PriorityLow, PriorityNormal, PriorityHigh:
+		return Priority(s), nil
+	}
+	return "", Errorf(EINVALID, "priority must be one of low, normal, high (got %q)", s)
+}
+
+// Draft is a validated message to send. Sender and time are stamped by the
+// store from the caller's identity.
+type Draft struct {
+	To              []Address
+	Subject         string
+	Body            string
+	OriginSessionID string // SESSION:...; set by the transport when the caller gives none
+	RelatedSessions []string
+	RelatedTickets  []string
+	InReplyTo       string
+	Priority        Priority
+	Concepts        []Concept
+}
+
+// SendInput is add_message's arguments as decoded by a transport.
+type SendInput struct {
+	To              []string
+	Subject         string
+	Body            string
+	OriginSessionID string
+	RelatedSessions []string
+	RelatedTickets  []string
+	InReplyTo       string
+	Priority        string
+	TaggedConcepts  []string
+}
+
+// Draft validates in and returns the draft to store. maxBody is the body
+// limit in bytes (DefaultMaxBodySize when 0).
+func (in SendInput) Draft(maxBody int) (Draft, error) {
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodySize
+	}
+	var d Draft
+	var err error
+	if d.To, err = ParseAddresses(in.To); err != nil {
+		return Draft{}, err
+	}
+	if strings.TrimSpace(in.Subject) == "" {
+		return Draft{}, Errorf(EINVALID, "subject must not be empty")
+	}
+	if n := utf8.RuneCountInString(in.Subject); n > MaxSubjectLen {
+		return Draft{}, Errorf(EINVALID, "subject is %d characters; the limit is %d", n, MaxSubjectLen)
+	}
+	if len(in.Body) > maxBody {
+		return Draft{}, Errorf(EINVALID, "body is %d bytes; the limit is %d", len(in.Body), maxBody)
+	}
+	if !utf8.ValidString(in.Subject) || !utf8.ValidString(in.Body) {
+		return Draft{}, Errorf(EINVALID, "subject and body must be valid UTF-8")
+	}
+	d.Subject, d.Body = in.Subject, in.Body
+	if in.OriginSessionID != "" {
+		if d.OriginSessionID, err = CanonicalSession("originSessionId", in.OriginSessionID); err != nil {
+			return Draft{}, err
+		}
+	}
+	for _, s := range in.RelatedSessions {
+		id, err := CanonicalSession("relatedSessions", s)
+		if err != nil {
+			return Draft{}, err
+		}
+		d.RelatedSessions = appendUnique(d.RelatedSessions, id)
+	}
+	for _, s := range in.RelatedTickets {
+		t, err := CanonicalTicket(s)
+		if err != nil {
+			return Draft{}, err
+		}
+		d.RelatedTickets = appendUnique(d.RelatedTickets, t)
+	}
+	if in.InReplyTo != "" {
+		if err := ValidateMessageID("inReplyTo", in.InReplyTo); err != nil {
+			return Draft{}, err
+		}
+		d.InReplyTo = in.InReplyTo
+	}
+	if d.Priority, err = ParsePriority(in.Priority); err != nil {
+		return Draft{}, err
+	}
+	if d.Concepts, err = CanonicalConcepts(in.TaggedConcepts); err != nil {
+		return Draft{}, err
+	}
+	return d, nil
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// ValidateMessageID checks that id has the MESSAGE: form. A malformed id is
+// answered like an unknown one, so callers learn nothing more from it.
+func ValidateMessageID(field, id string) error {
+	if id == "" {
+		return Errorf(EINVALID, "%s must not be empty", field)
+	}
+	if !strings.HasPrefix(id, MessagePrefix) || len(id) > 200 {
+		return NotFound(id)
+	}
+	return nil
+}
+
+// SendReceipt is add_message's result.
+type SendReceipt struct {
+	MessageID      string    `json:"messageId"`
+	ThreadID       string    `json:"threadId"`
+	SentAt         time.Time `json:"sentAt"`
+	Priority       Priority  `json:"priority"`
+	RecipientCount int       `json:"recipientCount"`
+	Status         string    `json:"status"`
+	Durable        bool      `json:"durable"`
+}
+
+// Row is one message as a listing shows it to the caller. ReadAt and
+// ArchivedAt are the caller's own state.
+type Row struct {
+	MessageID  string     `json:"messageId"`
+	Subject    string     `json:"subject"`
+	From       string     `json:"from"`
+	To         []string   `json:"to"`
+	Priority   Priority   `json:"priority"`
+	SentAt     time.Time  `json:"sentAt"`
+	ReadAt     *time.Time `json:"readAt"`
+	ArchivedAt *time.Time `json:"archivedAt"`
+	ThreadID   string     `json:"threadId"`
+	Retracted  bool       `json:"retracted"`
+	ReadBy     *string    `json:"readBy,omitempty"` // role-queue rows: who read it
+}
+
+// Message is get_message's result: the row plus the body and edges.
+type Message struct {
+	Row
+	Body            string    `json:"body"`
+	InReplyTo       *string   `json:"inReplyTo"`
+	OriginSessionID string    `json:"originSessionId"`
+	RelatedSessions []string  `json:"relatedSessions"`
+	RelatedTickets  []string  `json:"relatedTickets"`
+	TaggedConcepts  []Concept `json:"taggedConcepts"`
+}
+
+// Box selects which side of the mailbox a listing reads.
+type Box string
+
+// Boxes.
+const (
+	BoxInbox  Box = "inbox"
+	BoxOutbox Box = "outbox"
+	BoxAll    Box = "all"
+)
+
+// Listing limits.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 200
+)
+
+// ListInput is list_messages' arguments as decoded by a transport; nil
+// pointers are absent arguments.
+type ListInput struct {
+	Box             string
+	UnreadOnly      bool
+	ThreadID        string
+	From            string
+	To              string
+	Query           string
+	TaggedConcepts  []string
+	IncludeArchived bool
+	Limit           *int
+	Offset          *int
+}
+
+// ListFilter is a validated listing request.
+type ListFilter struct {
+	Box             Box
+	UnreadOnly      bool
+	ThreadID        string
+	FromName        string // identity name; "" for any
+	FromKind        Kind   // "" when either kind may match
+	FromMe          bool
+	To              string // canonical address; "" for any
+	Query           string // FTS5 query built by FTSQuery; "" for none
+	QueryEmpty      bool   // the user's query has no searchable words: matches nothing
+	Concepts        []string
+	IncludeArchived bool
+	Limit, Offset   int
+}
+
+// Filter validates in.
+func (in ListInput) Filter() (ListFilter, error) {
+	f := ListFilter{
+		Box:             Box(in.Box),
+		UnreadOnly:      in.UnreadOnly,
+		IncludeArchived: in.IncludeArchived,
+		Limit:           DefaultLimit,
+	}
+	switch f.Box {
+	case "":
+		f.Box = BoxInbox
+	case BoxInbox, BoxOutbox, BoxAll:
+	default:
+		return ListFilter{}, Errorf(EINVALID, "box must be one of inbox, outbox, all (got %q)", in.Box)
+	}
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > MaxLimit {
+			return ListFilter{}, Errorf(EINVALID, "limit must be between 1 and %d (got %d)", MaxLimit, *in.Limit)
+		}
+		f.Limit = *in.Limit
+	}
+	if in.Offset != nil {
+		if *in.Offset < 0 {
+			return ListFilter{}, Errorf(EINVALID, "offset must be 0 or more (got %d)", *in.Offset)
+		}
+		f.Offset = *in.Offset
+	}
+	if in.ThreadID != "" {
+		if !strings.HasPrefix(in.ThreadID, ThreadPrefix) {
+			return ListFilter{}, Errorf(EINVALID, "threadId must be a THREAD: id (got %q)", in.ThreadID)
+		}
+		f.ThreadID = in.ThreadID
+	}
+	if in.From != "" {
+		name, kind, err := ParseIdentityRef(in.From)
+		if err != nil {
+			return ListFilter{}, err
+		}
+		f.FromName, f.FromKind, f.FromMe = name, kind, name == ""
+	}
+	if in.To != "" {
+		a, err := ParseAddress(in.To)
+		if err != nil {
+			return ListFilter{}, Errorf(EINVALID, "to: invalid address %q: use @name, human:login, role:name or *", in.To)
+		}
+		f.To = a.String()
+	}
+	if strings.TrimSpace(in.Query) != "" {
+		f.Query = FTSQuery(in.Query)
+		f.QueryEmpty = f.Query == ""
+	}
+	for _, t := range in.TaggedConcepts {
+		c, err := CanonicalConcept(t)
+		if err != nil {
+			return ListFilter{}, err
+		}
+		f.Concepts = appendUnique(f.Concepts, c.ID)
+	}
+	return f, nil
+}
+
+// Page is list_messages' result.
+type Page struct {
+	Messages   []Row   `json:"messages"`
+	TotalCount int     `json:"totalCount"`
+	NextOffset *int    `json:"nextOffset"`
+	Watermark  *string `json:"watermark"`
+}
+
+// NextOffsetFor returns the offset of the page after one that started at
+// offset and held n rows of total, or nil on the last page.
+func NextOffsetFor(offset, n, total int) *int {
+	if next := offset + n; n > 0 && next < total {
+		return &next
+	}
+	return nil
+}
+
+// FTSQuery turns any user text into a safe FTS5 query: each
+// whitespace-separated word becomes a quoted phrase (so operators, quotes and
+// punctuation are plain text), all words must match, and a trailing * on a
+// word keeps its prefix meaning. It returns "" when no word has a letter or
+// digit.
+func FTSQuery(text string) string {
+	var parts []string
+	for _, w := range strings.Fields(text) {
+		prefix := strings.HasSuffix(w, "*")
+		w = strings.TrimRight(w, "*")
+		if !hasWordChar(w) {
+			continue
+		}
+		p := `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+		if prefix {
+			p += "*"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " ")
+}
+
+func hasWordChar(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError {
+			continue
+		}
+		if ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') || r > 127 {
+			return true
+		}
+	}
+	return false
+}
+
+// ArchiveReceipt is archive_message's result.
+type ArchiveReceipt struct {
+	MessageID  string    `json:"messageId"`
+	ArchivedAt time.Time `json:"archivedAt"`
+	Status     string    `json:"status"`
+	Durable    bool      `json:"durable"`
+}
+
+// NotRecipient answers a sender who tries a recipient-only operation.
+func NotRecipient(messageID string) *Error {
+	return Errorf(EFORBIDDEN, "Not a recipient: %s", messageID)
+}

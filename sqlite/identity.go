@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/mailroom/mailroom"
+)
+
+// EnsureAgent returns the agent name, registering it on first use.
+func (s *Store) EnsureAgent(ctx context.Context, name string) (mailroom.Identity, error) {
+	if err := mailroom.ValidateName(name); err != nil {
+		return mailroom.Identity{}, err
+	}
+	var id mailroom.Identity
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		id, err = ensureIdentity(ctx, tx, name, mailroom.KindAgent)
+		return err
+	})
+	return id, err
+}
+
+// AddIdentity registers name with kind, idempotently.
+func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind) (mailroom.Identity, error) {
+	if err := mailroom.ValidateName(name); err != nil {
+		return mailroom.Identity{}, err
+	}
+	var id mailroom.Identity
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		id, err = ensureIdentity(ctx, tx, name, kind)
+		return err
+	})
+	return id, err
+}
+
+func ensureIdentity(ctx context.Context, tx *sql.Tx, name string, kind mailroom.Kind) (mailroom.Identity, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO identity (name, kind, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, kind, ts(now())); err != nil {
+		return mailroom.Identity{}, err
+	}
+	id, err := identityByName(ctx, tx, name)
+	if err != nil {
+		return mailroom.Identity{}, err
+	}
+	if id.Kind != kind {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.ECONFLICT, "%s is already taken by %s; one name cannot be both an agent and a human", name, id.Address())
+	}
+	return id, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func identityByName(ctx context.Context, q querier, name string) (mailroom.Identity, error) {
+	id := mailroom.Identity{Name: name}
+	err := q.QueryRowContext(ctx, `SELECT id, kind FROM identity WHERE name = ?`, name).Scan(&id.ID, &id.Kind)
+	if isNoRows(err) {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.ENOTFOUND, "Unknown identity: %s", name)
+	}
+	return id, err
+}
+
+// GrantRole grants role to the identity name.
+func (s *Store) GrantRole(ctx context.Context, name, role string) error {
+	if err := mailroom.ValidateRole(role); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		id, err := identityByName(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO role (name) VALUES (?) ON CONFLICT DO NOTHING`, role); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO role_grant (identity_id, role) VALUES (?, ?) ON CONFLICT DO NOTHING`, id.ID, role)
+		return err
+	})
+}
+
+// AddToken stores a token digest for an identity.
+func (s *Store) AddToken(ctx context.Context, identityID int64, digest []byte) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES (?, ?, ?)`, digest, identityID, ts(now()))
+		return err
+	})
+}
+
+// IdentityByToken finds a token's identity by digest.
+func (s *Store) IdentityByToken(ctx context.Context, digest []byte) (mailroom.Identity, error) {
+	var id mailroom.Identity
+	err := s.db.QueryRowContext(ctx, `SELECT i.id, i.name, i.kind FROM token t JOIN identity i ON i.id = t.identity_id WHERE t.digest = ?`, digest).Scan(&id.ID, &id.Name, &id.Kind)
+	if isNoRows(err) {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.ENOTFOUND, "unknown token")
+	}
+	return id, err
+}
+
+// rolesOf returns every role the caller holds: explicit grants plus the
+// implicit next-session roles. Read on every call: another process may have
+// granted one since.
+func rolesOf(ctx context.Context, tx *sql.Tx, me mailroom.Identity) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT role FROM role_grant WHERE identity_id = ?`, me.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	roles := me.ImplicitRoles()
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, err
+		}
+		roles = append(roles, r)
+	}
+	return roles, rows.Err()
+}

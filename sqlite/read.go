@@ -1,0 +1,348 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/mailroom/mailroom"
+)
+
+// target is a message as one caller reaches it: its seq and the caller's
+// delivery (0 when the caller only sent it).
+type target struct {
+	seq      int64
+	sender   int64
+	delivery int64
+}
+
+// resolve is the single-id authorisation path shared by every tool: it finds
+// the caller's own delivery of messageID (personal first, else a role they
+// hold) and answers NotFound for anything the caller may not see.
+func resolve(ctx context.Context, tx *sql.Tx, me mailroom.Identity, roles string, messageID string) (target, error) {
+	var t target
+	if err := mailroom.ValidateMessageID("messageId", messageID); err != nil {
+		return t, err
+	}
+	err := tx.QueryRowContext(ctx, `SELECT m.seq, m.sender_id,
+			coalesce((SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.recipient_id = ?2),
+				CASE WHEN m.sender_id <> ?2 THEN (SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.role IN (SELECT value FROM json_each(?3)) ORDER BY d.id LIMIT 1) END,
+				0)
+		FROM message m WHERE m.id = ?1`, messageID, me.ID, roles).Scan(&t.seq, &t.sender, &t.delivery)
+	if isNoRows(err) || (err == nil && t.delivery == 0 && t.sender != me.ID) {
+		return target{}, mailroom.NotFound(messageID)
+	}
+	return t, err
+}
+
+// resolveRecipient is resolve for recipient-only operations.
+func resolveRecipient(ctx context.Context, tx *sql.Tx, me mailroom.Identity, roles string, messageID string) (target, error) {
+	t, err := resolve(ctx, tx, me, roles, messageID)
+	if err == nil && t.delivery == 0 {
+		return target{}, mailroom.NotRecipient(messageID)
+	}
+	return t, err
+}
+
+// Get returns one visible message with its edges.
+func (s *Store) Get(ctx context.Context, messageID string) (mailroom.Message, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.Message{}, err
+	}
+	var m mailroom.Message
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolve(ctx, tx, me, jsonStrings(roles), messageID)
+		if err != nil {
+			return err
+		}
+		var did sql.NullInt64
+		if t.delivery != 0 {
+			did = sql.NullInt64{Int64: t.delivery, Valid: true}
+		}
+		var parent sql.NullString
+		row := tx.QueryRowContext(ctx, `WITH box(seq, did) AS (SELECT ?1, ?2)
+			SELECT `+rowColumns+`, m.body, (SELECT p.id FROM message p WHERE p.seq = m.in_reply_to), m.origin_session_id
+			FROM box b JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did`, t.seq, did)
+		var r scanner = row
+		var body, origin string
+		m.Row, err = scanRow(extraScan{r, []any{&body, &parent, &origin}})
+		if err != nil {
+			return err
+		}
+		m.Body, m.OriginSessionID = body, origin
+		if parent.Valid {
+			m.InReplyTo = &parent.String
+		}
+		if m.RelatedSessions, err = strings1(ctx, tx, `SELECT session_id FROM message_session WHERE message_seq = ? ORDER BY session_id`, t.seq); err != nil {
+			return err
+		}
+		if m.RelatedTickets, err = strings1(ctx, tx, `SELECT ticket_id FROM message_ticket WHERE message_seq = ? ORDER BY ticket_id`, t.seq); err != nil {
+			return err
+		}
+		m.TaggedConcepts, err = conceptsOf(ctx, tx, t.seq)
+		return err
+	})
+	return m, err
+}
+
+type scanner interface{ Scan(...any) error }
+
+// extraScan appends destinations to a row scan, so scanRow can read rows
+// that carry more columns than a listing.
+type extraScan struct {
+	sc    scanner
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
+
+func strings1(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func conceptsOf(ctx context.Context, tx *sql.Tx, seq int64) ([]mailroom.Concept, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name FROM message_concept mc JOIN concept c ON c.id = mc.concept_id WHERE mc.message_seq = ? ORDER BY mc.rowid`, seq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []mailroom.Concept{}
+	for rows.Next() {
+		var c mailroom.Concept
+		if err := rows.Scan(&c.ID, &c.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Archive archives the caller's delivery of a message.
+func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.ArchiveReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.ArchiveReceipt{}, err
+	}
+	var at string
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolveRecipient(ctx, tx, me, jsonStrings(roles), messageID)
+		if err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, ?) WHERE id = ? RETURNING archived_at`, ts(now()), t.delivery).Scan(&at)
+	})
+	if err != nil {
+		return mailroom.ArchiveReceipt{}, err
+	}
+	return mailroom.ArchiveReceipt{MessageID: messageID, ArchivedAt: parseTS(at), Status: "archived", Durable: s.durable}, nil
+}
+
+// marker is the single-id write path: every form of mark_read goes through
+// mark, so a scalar, an array item and a drain item are one behaviour.
+type marker struct {
+	s    *Store
+	me   mailroom.Identity
+	stmt *sql.Stmt
+	at   string
+}
+
+func (s *Store) newMarker(ctx context.Context, tx *sql.Tx, me mailroom.Identity) (*marker, error) {
+	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = coalesce(read_at, ?1), read_by = coalesce(read_by, ?2) WHERE id = ?3 RETURNING read_at`)
+	if err != nil {
+		return nil, err
+	}
+	return &marker{s: s, me: me, stmt: stmt, at: ts(now())}, nil
+}
+
+// mark marks one delivery read, keeping the first readAt.
+func (mk *marker) mark(ctx context.Context, messageID string, delivery int64) (time.Time, error) {
+	if mk.s.hooks.FailMark != nil {
+		if err := mk.s.hooks.FailMark(messageID); err != nil {
+			return time.Time{}, err
+		}
+	}
+	var at string
+	if err := mk.stmt.QueryRowContext(ctx, mk.at, mk.me.ID, delivery).Scan(&at); err != nil {
+		return time.Time{}, err
+	}
+	return parseTS(at), nil
+}
+
+// MarkRead marks each id read for the caller, one result per id in order.
+func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResult {
+	results := make([]mailroom.MarkResult, len(ids))
+	fail := func(err error) []mailroom.MarkResult {
+		for i, id := range ids {
+			results[i] = markFailure(s, id, err)
+		}
+		return results
+	}
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		rj := jsonStrings(roles)
+		mk, err := s.newMarker(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		defer mk.stmt.Close()
+		for i, id := range ids {
+			t, err := resolveRecipient(ctx, tx, me, rj, id)
+			if err != nil {
+				results[i] = markFailure(s, id, err)
+				continue
+			}
+			at, err := mk.mark(ctx, id, t.delivery)
+			if err != nil {
+				results[i] = markFailure(s, id, err)
+				continue
+			}
+			results[i] = mailroom.MarkResult{MessageID: id, Status: "read", ReadAt: &at}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return results
+}
+
+func markFailure(s *Store, id string, err error) mailroom.MarkResult {
+	if mailroom.ErrorCode(err) == mailroom.EINTERNAL {
+		s.log.Error("mark_read", "messageId", id, "err", err)
+	}
+	return mailroom.MarkResult{MessageID: id, Status: "error", Error: mailroom.ErrorMessage(err), Err: err}
+}
+
+// MarkAllRead drains the caller's unread snapshot.
+func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bool) (mailroom.DrainReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.DrainReceipt{}, err
+	}
+	type item struct {
+		delivery int64
+		id       string
+	}
+	var snap []item
+	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		rj := jsonStrings(roles)
+		limit := int64(-1)
+		if through != "" {
+			t, err := resolve(ctx, tx, me, rj, through)
+			if err != nil {
+				return err
+			}
+			limit = t.seq
+		}
+		rc.SnapshotAt = now()
+		rows, err := tx.QueryContext(ctx, `WITH `+inboxCTE+`
+			SELECT v.did, m.id, d.role IS NOT NULL FROM vis v JOIN delivery d ON d.id = v.did JOIN message m ON m.seq = v.seq
+			WHERE d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR v.seq <= ?3)
+			ORDER BY v.seq`, me.ID, rj, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var it item
+			var isRole bool
+			if err := rows.Scan(&it.delivery, &it.id, &isRole); err != nil {
+				return err
+			}
+			if isRole && !includeRoles {
+				rc.WithheldRoleCount++
+				continue
+			}
+			snap = append(snap, it)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return mailroom.DrainReceipt{}, err
+	}
+	rc.MatchedCount = len(snap)
+	if len(snap) == 0 {
+		rc.Settle(s.durable)
+		return rc, nil
+	}
+	if s.hooks.AfterSnapshot != nil {
+		s.hooks.AfterSnapshot()
+	}
+	var marked []int64
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		mk, err := s.newMarker(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		defer mk.stmt.Close()
+		marked = make([]int64, 0, len(snap))
+		rc.Failures = rc.Failures[:0]
+		for _, it := range snap {
+			if _, err := mk.mark(ctx, it.id, it.delivery); err != nil {
+				rc.Failures = append(rc.Failures, mailroom.Failure{MessageID: it.id, Error: markFailure(s, it.id, err).Error})
+				continue
+			}
+			marked = append(marked, it.delivery)
+		}
+		return nil
+	})
+	if err != nil {
+		return mailroom.DrainReceipt{}, err
+	}
+	rc.ReadCount = len(marked)
+	if s.durable {
+		// Evidence, not intent: count what storage holds now.
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM delivery WHERE id IN (SELECT value FROM json_each(?)) AND read_at IS NOT NULL`, jsonInts(marked)).Scan(&rc.DurableCount)
+		if err != nil {
+			return mailroom.DrainReceipt{}, err
+		}
+	}
+	rc.Settle(s.durable)
+	return rc, nil
+}
+
+func jsonInts(list []int64) string {
+	b := make([]byte, 0, len(list)*8+2)
+	b = append(b, '[')
+	for i, v := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, itoa(int(v))...)
+	}
+	return string(append(b, ']'))
+}

@@ -1,0 +1,216 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/mailroom/mailroom"
+)
+
+// Send stores a message and all its edges in one transaction.
+func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	if d.OriginSessionID == "" {
+		return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
+	}
+	var r mailroom.SendReceipt
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = send(ctx, tx, me, d)
+		return err
+	})
+	if err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	r.Durable = s.durable
+	return r, nil
+}
+
+type personal struct {
+	id  int64
+	via string
+}
+
+func send(ctx context.Context, tx *sql.Tx, me mailroom.Identity, d mailroom.Draft) (mailroom.SendReceipt, error) {
+	// Resolve every address before writing anything.
+	var (
+		addrs     []string
+		direct    []personal
+		roles     []string
+		broadcast bool
+	)
+	for _, a := range d.To {
+		switch a.Kind {
+		case mailroom.AddrMe:
+			direct = append(direct, personal{me.ID, "direct"})
+			addrs = append(addrs, me.Address())
+		case mailroom.AddrAgent, mailroom.AddrHuman:
+			want := mailroom.KindAgent
+			if a.Kind == mailroom.AddrHuman {
+				want = mailroom.KindHuman
+			}
+			id, err := identityByName(ctx, tx, a.Name)
+			if mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
+				return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s", a.String())
+			} else if err == nil && id.Kind != want {
+				return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (%s is %s)", a.String(), a.Name, id.Address())
+			} else if err != nil {
+				return mailroom.SendReceipt{}, err
+			}
+			direct = append(direct, personal{id.ID, "direct"})
+			addrs = append(addrs, id.Address())
+		case mailroom.AddrRole:
+			if owner, ok := strings.CutPrefix(a.Name, "next-session-of-"); ok {
+				id, err := identityByName(ctx, tx, owner)
+				if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != mailroom.KindAgent) {
+					return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (no agent named %s)", a.String(), owner)
+				} else if err != nil {
+					return mailroom.SendReceipt{}, err
+				}
+			}
+			roles = append(roles, a.Name)
+			addrs = append(addrs, a.String())
+		case mailroom.AddrBroadcast:
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM identity WHERE kind = 'agent' AND id <> ?`, me.ID).Scan(&n); err != nil {
+				return mailroom.SendReceipt{}, err
+			}
+			if n == 0 {
+				return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "No recipients: the broadcast reaches nobody")
+			}
+			broadcast = true
+			addrs = append(addrs, "*")
+		}
+	}
+
+	// A reply joins its parent's thread; the parent must be visible.
+	at := now()
+	threadID := ""
+	var parentSeq sql.NullInt64
+	if d.InReplyTo != "" {
+		seq, thread, err := visibleMessage(ctx, tx, me, d.InReplyTo)
+		if err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		parentSeq = sql.NullInt64{Int64: seq, Valid: true}
+		threadID = thread
+	} else {
+		threadID = mailroom.NewThreadID()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO thread (id, created_at) VALUES (?, ?)`, threadID, ts(at)); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+	}
+	for _, sid := range append([]string{d.OriginSessionID}, d.RelatedSessions...) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session (id) VALUES (?) ON CONFLICT DO NOTHING`, sid); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+	}
+
+	msgID := mailroom.NewMessageID()
+	var seq int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		msgID, d.Subject, d.Body, ts(at), d.Priority, me.ID, threadID, d.OriginSessionID, parentSeq).Scan(&seq)
+	if err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body) VALUES (?, ?, ?)`, seq, d.Subject, d.Body); err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	for i, a := range addrs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_to (message_seq, position, address) VALUES (?, ?, ?)`, seq, i, a); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+	}
+
+	count := 0
+	for _, p := range direct {
+		res, err := tx.ExecContext(ctx, `INSERT INTO delivery (message_seq, recipient_id, via, delivered_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, seq, p.id, p.via, ts(at))
+		if err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		n, _ := res.RowsAffected()
+		count += int(n)
+	}
+	if broadcast {
+		// The audience is fixed now: agents that exist at send time.
+		res, err := tx.ExecContext(ctx, `INSERT INTO delivery (message_seq, recipient_id, via, delivered_at)
+			SELECT ?, id, 'broadcast', ? FROM identity WHERE kind = 'agent' AND id <> ? ORDER BY id
+			ON CONFLICT DO NOTHING`, seq, ts(at), me.ID)
+		if err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		n, _ := res.RowsAffected()
+		count += int(n)
+	}
+	for _, r := range roles {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO role (name) VALUES (?) ON CONFLICT DO NOTHING`, r); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery (message_seq, role, via, delivered_at) VALUES (?, ?, 'role', ?)`, seq, r, ts(at)); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		count++
+	}
+	for _, sid := range d.RelatedSessions {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_session (message_seq, session_id) VALUES (?, ?)`, seq, sid); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+	}
+	for _, t := range d.RelatedTickets {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ticket (id) VALUES (?) ON CONFLICT DO NOTHING`, t); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_ticket (message_seq, ticket_id) VALUES (?, ?)`, seq, t); err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+	}
+	if err := tagConcepts(ctx, tx, seq, d.Concepts, "caller"); err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO concept_job (message_seq, run_after) VALUES (?, ?)`, seq, ts(at)); err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	return mailroom.SendReceipt{
+		MessageID:      msgID,
+		ThreadID:       threadID,
+		SentAt:         at,
+		Priority:       d.Priority,
+		RecipientCount: count,
+		Status:         "sent",
+	}, nil
+}
+
+func tagConcepts(ctx context.Context, tx *sql.Tx, seq int64, cs []mailroom.Concept, source string) error {
+	for _, c := range cs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO concept (id, name) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.Name); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_concept (message_seq, concept_id, source) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, seq, c.ID, source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visibleMessage returns the seq and thread of a message the caller may see,
+// or NotFound.
+func visibleMessage(ctx context.Context, tx *sql.Tx, me mailroom.Identity, messageID string) (seq int64, thread string, err error) {
+	roles, err := rolesOf(ctx, tx, me)
+	if err != nil {
+		return 0, "", err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT m.seq, m.thread_id FROM message m WHERE m.id = ?1 AND (
+			m.sender_id = ?2
+			OR EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.recipient_id = ?2)
+			OR EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.role IN (SELECT value FROM json_each(?3))))`,
+		messageID, me.ID, jsonStrings(roles)).Scan(&seq, &thread)
+	if isNoRows(err) {
+		return 0, "", mailroom.NotFound(messageID)
+	}
+	return seq, thread, err
+}

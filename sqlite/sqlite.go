@@ -1,0 +1,207 @@
+// Package sqlite is the mailroom store on an embedded SQLite database
+// (modernc.org/sqlite: pure Go, FTS5 built in). Many server processes may
+// share one database file; WAL, immediate write transactions and a busy
+// timeout keep SQLITE_BUSY away from callers.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom"
+	_ "modernc.org/sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Memory is the --db value of an ephemeral in-memory store.
+const Memory = ":memory:"
+
+// Options configure a Store.
+type Options struct {
+	// BusyTimeout is how long a writer waits for another process's lock.
+	BusyTimeout time.Duration
+	Logger      *slog.Logger
+	// Hooks are seams for tests; nil in production.
+	Hooks *Hooks
+}
+
+// Hooks let tests interleave events deterministically and inject failures.
+type Hooks struct {
+	// AfterSnapshot runs in MarkAllRead between taking the snapshot and
+	// marking it, outside the store's transaction.
+	AfterSnapshot func()
+	// FailMark, when it returns an error for a message id, makes that id's
+	// write fail as a storage failure would.
+	FailMark func(messageID string) error
+}
+
+// Store is a mailroom.Store on SQLite.
+type Store struct {
+	db      *sql.DB
+	path    string
+	durable bool
+	log     *slog.Logger
+	hooks   Hooks
+}
+
+var _ mailroom.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path, or an in-memory store
+// for ":memory:", and applies pending migrations.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{path: path, durable: path != Memory, log: opts.Logger}
+	if opts.Hooks != nil {
+		s.hooks = *opts.Hooks
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	var dsn string
+	if s.durable {
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("create database directory: %w", err)
+			}
+		}
+		q.Add("_pragma", "journal_mode(WAL)")
+		dsn = "file:" + path + "?" + q.Encode()
+	} else {
+		dsn = "file::memory:?" + q.Encode()
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	if !s.durable {
+		// Each connection to :memory: is its own database: keep one.
+		db.SetMaxOpenConns(1)
+	} else {
+		db.SetMaxOpenConns(8)
+	}
+	s.db = db
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the database path the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// Durable reports whether writes outlive the process.
+func (s *Store) Durable() bool { return s.durable }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// migrate applies the embedded migrations not yet recorded, each in its own
+// immediate transaction, so concurrent first starts apply each once.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad name", name)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migration WHERE version = ?`, version).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, applied_at) VALUES (?, ?)`, version, ts(now()))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs fn in an immediate transaction and commits it.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// read runs fn in a read-only (deferred) transaction: one consistent snapshot
+// that never blocks writers.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTS(s string) time.Time {
+	t, err := time.Parse(timeFormat, s)
+	if err != nil {
+		t, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return t
+}
+
+func parseNullTS(s sql.NullString) *time.Time {
+	if !s.Valid {
+		return nil
+	}
+	t := parseTS(s.String)
+	return &t
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,54 @@
+package mailroom
+
+import "context"
+
+// Store is the mailbox's storage. Every method that acts for a caller reads
+// the caller from ctx (see CallerFrom) and answers EUNAUTHORIZED without one.
+//
+// Visibility is the same for every method: a caller sees a message they sent,
+// one delivered to them personally (direct or broadcast), and one delivered to
+// a role they hold (explicitly granted or implicit) unless they sent it. For
+// any other message, and for one that does not exist, methods return
+// NotFound(id) and nothing else.
+type Store interface {
+	// EnsureAgent returns the agent identity name, registering it on first
+	// use. It fails with EINVALID when name belongs to a human.
+	EnsureAgent(ctx context.Context, name string) (Identity, error)
+	// AddIdentity registers name with kind; it is idempotent for the same
+	// kind and fails with ECONFLICT when name exists with the other kind.
+	AddIdentity(ctx context.Context, name string, kind Kind) (Identity, error)
+	// GrantRole grants role to the identity name (which must exist).
+	GrantRole(ctx context.Context, name, role string) error
+	// AddToken stores a token digest for an identity.
+	AddToken(ctx context.Context, identityID int64, digest []byte) error
+	// IdentityByToken finds the identity of a token digest with one indexed
+	// lookup, or returns ENOTFOUND.
+	IdentityByToken(ctx context.Context, digest []byte) (Identity, error)
+
+	// Send stores a message from the caller with all its edges and delivery
+	// rows in one transaction. Unknown recipients, a broadcast reaching
+	// nobody and a reply to an invisible message fail with nothing stored.
+	Send(ctx context.Context, d Draft) (SendReceipt, error)
+	// List answers one listing with indexed queries: the page, the true
+	// total and the watermark (the newest message in the caller's inbox).
+	List(ctx context.Context, f ListFilter) (Page, error)
+	// Get returns one visible message with its edges.
+	Get(ctx context.Context, messageID string) (Message, error)
+	// Archive archives the caller's delivery of a message. A sender who is
+	// not a recipient gets NotRecipient.
+	Archive(ctx context.Context, messageID string) (ArchiveReceipt, error)
+	// MarkRead marks the caller's delivery of each id read, each through the
+	// same single-id path; one failing id never fails the others. A read
+	// keeps its first readAt.
+	MarkRead(ctx context.Context, ids []string) []MarkResult
+	// MarkAllRead snapshots the caller's unread, unarchived personal
+	// deliveries (and role deliveries when asked) in one query, marks exactly
+	// that snapshot through the single-id path, and reads back what storage
+	// holds after commit.
+	MarkAllRead(ctx context.Context, through string, includeRoles bool) (DrainReceipt, error)
+
+	// Durable reports whether writes outlive the process.
+	Durable() bool
+	// Close releases the store.
+	Close() error
+}

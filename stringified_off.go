@@ -1,0 +1,5 @@
+//go:build mailroom_nostringified
+
+package mailroom
+
+const stringifiedIDsEnabled = false
