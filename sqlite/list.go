@@ -10,20 +10,6 @@ import (
 	"github.com/mailroom/mailroom"
 )
 
-// inboxCTE defines vis(seq, did): the caller's inbox, one delivery per
-// message. Parameters: ?1 the caller's id, ?2 the caller's roles (JSON). A
-// personal delivery wins over a role one; among roles, the oldest delivery;
-// a role message is not in its own sender's inbox.
-const inboxCTE = `roles(role) AS (SELECT value FROM json_each(?2)),
-vis(seq, did) AS (
-	SELECT message_seq, id FROM delivery WHERE recipient_id = ?1
-	UNION ALL
-	SELECT d.message_seq, d.id FROM delivery d JOIN message m ON m.seq = d.message_seq
-	WHERE d.role IN roles AND m.sender_id <> ?1
-		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)
-		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN roles AND o.id < d.id)
-)`
-
 // rowColumns reads a message row as the caller sees it, from box b (seq,
 // did), message m and the caller's delivery d.
 const rowColumns = `m.id, m.subject,
@@ -55,8 +41,39 @@ func scanRow(sc interface{ Scan(...any) error }) (mailroom.Row, error) {
 	return r, nil
 }
 
-// List answers list_messages with one query for the page, one for the
-// total and one for the watermark, in one read snapshot.
+// inboxBranches returns the SELECTs of (seq, did) that make up the caller's
+// inbox, one delivery per message, each cheap to run on its own index:
+// personal deliveries, and role deliveries the caller sees (not their own
+// role messages, not ones they also got personally, the oldest delivery when
+// several of their roles got it). ?1 is the caller's id and ?2 their roles
+// (JSON). dcond and mcond are extra conditions on the delivery d and the
+// message m; m is joined only when needed.
+func inboxBranches(dcond, mcond string) []string {
+	personal := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d`
+	if mcond != "" {
+		personal += ` JOIN message m ON m.seq = d.message_seq`
+	}
+	personal += ` WHERE d.recipient_id = ?1` + dcond + mcond
+	role := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq
+		WHERE d.role IN (SELECT value FROM json_each(?2)) AND m.sender_id <> ?1
+		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)
+		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id)` + dcond + mcond
+	return []string{personal, role}
+}
+
+// outboxBranch selects (seq, did) of the caller's sent mail; with
+// skipInbox it leaves out what the inbox branches already show.
+func outboxBranch(mcond string, skipInbox bool) string {
+	q := `SELECT m.seq AS seq, NULL AS did FROM message m WHERE m.sender_id = ?1` + mcond
+	if skipInbox {
+		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = m.seq)`
+	}
+	return q
+}
+
+// List answers list_messages in one read snapshot: the page (a merge of
+// index-ordered branches that stops after offset+limit rows), the total
+// (a count per branch) and the watermark.
 func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -69,29 +86,22 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return err
 		}
 		args := []any{me.ID, jsonStrings(roles)}
-		var box string
-		switch f.Box {
-		case mailroom.BoxInbox:
-			box = `SELECT seq, did FROM vis`
-		case mailroom.BoxOutbox:
-			box = `SELECT seq, NULL FROM message WHERE sender_id = ?1`
-		default:
-			box = `SELECT seq, did FROM vis UNION ALL
-				SELECT m.seq, NULL FROM message m WHERE m.sender_id = ?1 AND NOT EXISTS (SELECT 1 FROM vis WHERE vis.seq = m.seq)`
+		param := func(v any) string {
+			args = append(args, v)
+			return "?" + strconv.Itoa(len(args))
 		}
-		var where []string
+		var dcond, mcond string
 		if !f.IncludeArchived {
-			where = append(where, `d.archived_at IS NULL`)
+			dcond += ` AND d.archived_at IS NULL`
 		}
 		if f.UnreadOnly {
-			where = append(where, `b.did IS NOT NULL AND d.read_at IS NULL`)
+			dcond += ` AND d.read_at IS NULL`
 		}
 		if f.ThreadID != "" {
-			args = append(args, f.ThreadID)
-			where = append(where, `m.thread_id = ?`+itoa(len(args)))
+			mcond += ` AND m.thread_id = ` + param(f.ThreadID)
 		}
 		if f.FromMe {
-			where = append(where, `m.sender_id = ?1`)
+			mcond += ` AND m.sender_id = ?1`
 		} else if f.FromName != "" {
 			id, err := identityByName(ctx, tx, f.FromName)
 			if err != nil || (f.FromKind != "" && id.Kind != f.FromKind) {
@@ -100,36 +110,44 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				}
 				return err
 			}
-			args = append(args, id.ID)
-			where = append(where, `m.sender_id = ?`+itoa(len(args)))
+			mcond += ` AND m.sender_id = ` + param(id.ID)
 		}
 		if f.To != "" {
-			args = append(args, f.To)
-			where = append(where, `EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?`+itoa(len(args))+`)`)
+			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(f.To) + `)`
 		}
 		if f.QueryEmpty {
-			where = append(where, `0`)
+			mcond += ` AND 0`
 		} else if f.Query != "" {
-			args = append(args, f.Query)
-			where = append(where, `m.seq IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ?`+itoa(len(args))+`)`)
+			mcond += ` AND m.seq IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(f.Query) + `)`
 		}
 		for _, c := range f.Concepts {
-			args = append(args, c)
-			where = append(where, `EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ?`+itoa(len(args))+`)`)
+			mcond += ` AND EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ` + param(c) + `)`
 		}
-		cond := ""
-		if len(where) > 0 {
-			cond = " WHERE " + strings.Join(where, " AND ")
+		var parts []string
+		if f.Box != mailroom.BoxOutbox {
+			parts = inboxBranches(dcond, mcond)
 		}
-		from := ` FROM box b JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did` + cond
-		with := `WITH ` + inboxCTE + `, box(seq, did) AS (` + box + `) `
-
-		if err := tx.QueryRowContext(ctx, with+`SELECT count(*)`+from, args...).Scan(&page.TotalCount); err != nil {
+		if f.Box != mailroom.BoxInbox && !f.UnreadOnly {
+			// Outbox rows have no read state of the caller's, so an
+			// unread-only listing has none of them.
+			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+		var count strings.Builder
+		count.WriteString(`SELECT 0`)
+		for _, p := range parts {
+			count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
+		}
+		if err := tx.QueryRowContext(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
 			return err
 		}
 		if f.Offset < page.TotalCount {
-			rows, err := tx.QueryContext(ctx, with+`SELECT `+rowColumns+from+` ORDER BY b.seq DESC LIMIT ?`+itoa(len(args)+1)+` OFFSET ?`+itoa(len(args)+2),
-				append(args, f.Limit, f.Offset)...)
+			lim, off := param(f.Limit), param(f.Offset)
+			q := `SELECT ` + rowColumns + ` FROM (` + strings.Join(parts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
+			rows, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				return err
 			}
@@ -145,21 +163,29 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 		}
-		var wm sql.NullString
-		err = tx.QueryRowContext(ctx, `WITH `+inboxCTE+` SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM vis)`, me.ID, jsonStrings(roles)).Scan(&wm)
-		if err != nil && !isNoRows(err) {
-			return err
-		}
-		if wm.Valid {
-			page.Watermark = &wm.String
-		}
-		return nil
+		page.Watermark, err = watermark(ctx, tx, me.ID, args[1].(string))
+		return err
 	})
 	if err != nil {
 		return mailroom.Page{}, err
 	}
 	page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
 	return page, nil
+}
+
+// watermark returns the id of the newest message in the caller's inbox.
+func watermark(ctx context.Context, tx *sql.Tx, me int64, roles string) (*string, error) {
+	branches := inboxBranches("", "")
+	var id sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
+		SELECT * FROM (`+branches[0]+` ORDER BY seq DESC LIMIT 1) UNION ALL SELECT * FROM (`+branches[1]+` ORDER BY seq DESC LIMIT 1)))`, me, roles).Scan(&id)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	if !id.Valid {
+		return nil, nil
+	}
+	return &id.String, nil
 }
 
 func refString(name string, kind mailroom.Kind) string {

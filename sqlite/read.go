@@ -119,7 +119,7 @@ func strings1(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string,
 }
 
 func conceptsOf(ctx context.Context, tx *sql.Tx, seq int64) ([]mailroom.Concept, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name FROM message_concept mc JOIN concept c ON c.id = mc.concept_id WHERE mc.message_seq = ? ORDER BY mc.rowid`, seq)
+	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name FROM message_concept mc JOIN concept c ON c.id = mc.concept_id WHERE mc.message_seq = ? ORDER BY mc.source <> 'caller', mc.rank, mc.concept_id`, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -269,10 +269,10 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			limit = t.seq
 		}
 		rc.SnapshotAt = now()
-		rows, err := tx.QueryContext(ctx, `WITH `+inboxCTE+`
-			SELECT v.did, m.id, d.role IS NOT NULL FROM vis v JOIN delivery d ON d.id = v.did JOIN message m ON m.seq = v.seq
-			WHERE d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR v.seq <= ?3)
-			ORDER BY v.seq`, me.ID, rj, limit)
+		// The snapshot: one query over the caller's inbox branches.
+		branches := inboxBranches(" AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)", "")
+		rows, err := tx.QueryContext(ctx, `SELECT b.did, m.id, d.role IS NOT NULL FROM (`+branches[0]+` UNION ALL `+branches[1]+`) b
+			JOIN message m ON m.seq = b.seq JOIN delivery d ON d.id = b.did`, me.ID, rj, limit)
 		if err != nil {
 			return err
 		}

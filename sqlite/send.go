@@ -186,11 +186,11 @@ func send(ctx context.Context, tx *sql.Tx, me mailroom.Identity, d mailroom.Draf
 }
 
 func tagConcepts(ctx context.Context, tx *sql.Tx, seq int64, cs []mailroom.Concept, source string) error {
-	for _, c := range cs {
+	for i, c := range cs {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO concept (id, name) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.Name); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO message_concept (message_seq, concept_id, source) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, seq, c.ID, source); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_concept (message_seq, concept_id, source, rank) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, seq, c.ID, source, i); err != nil {
 			return err
 		}
 	}

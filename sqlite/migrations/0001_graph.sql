@@ -96,6 +96,7 @@ CREATE TABLE message_concept (        -- TAGGED_CONCEPT
 	message_seq INTEGER NOT NULL REFERENCES message (seq),
 	concept_id  TEXT NOT NULL REFERENCES concept (id),
 	source      TEXT NOT NULL,          -- caller or an extractor's name
+	rank        INTEGER NOT NULL,       -- order within its source, best first
 	PRIMARY KEY (message_seq, concept_id)
 ) WITHOUT ROWID;
 CREATE INDEX message_concept_concept ON message_concept (concept_id, message_seq);

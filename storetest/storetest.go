@@ -1,0 +1,479 @@
+// Package storetest is the behaviour every mailroom.Store must have, written
+// once and run by each backend's tests.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mailroom/mailroom"
+)
+
+// Run runs the suite against stores made by open; each call must return a new,
+// empty store.
+func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
+	t.Run("Identities", func(t *testing.T) { testIdentities(t, open(t)) })
+	t.Run("DirectMail", func(t *testing.T) { testDirectMail(t, open(t)) })
+	t.Run("Isolation", func(t *testing.T) { testIsolation(t, open(t)) })
+	t.Run("Broadcast", func(t *testing.T) { testBroadcast(t, open(t)) })
+	t.Run("Roles", func(t *testing.T) { testRoles(t, open(t)) })
+	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
+	t.Run("ListFilters", func(t *testing.T) { testListFilters(t, open(t)) })
+	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
+	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
+	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
+	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
+}
+
+// env is a store with agents alice, bob, carol and a human dana.
+type env struct {
+	t     *testing.T
+	s     mailroom.Store
+	ids   map[string]mailroom.Identity
+	ctx   context.Context
+	count int
+}
+
+func newEnv(t *testing.T, s mailroom.Store) *env {
+	e := &env{t: t, s: s, ids: map[string]mailroom.Identity{}, ctx: context.Background()}
+	for _, n := range []string{"alice", "bob", "carol"} {
+		e.agent(n)
+	}
+	id, err := s.AddIdentity(e.ctx, "dana", mailroom.KindHuman)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ids["dana"] = id
+	return e
+}
+
+func (e *env) agent(name string) mailroom.Identity {
+	e.t.Helper()
+	id, err := e.s.EnsureAgent(e.ctx, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ids[name] = id
+	return id
+}
+
+func (e *env) as(name string) context.Context {
+	id, ok := e.ids[name]
+	if !ok {
+		e.t.Fatalf("no identity %s", name)
+	}
+	return mailroom.WithCaller(e.ctx, id)
+}
+
+// send sends from one identity and fails the test on error.
+func (e *env) send(from string, to ...string) mailroom.SendReceipt {
+	e.t.Helper()
+	r, err := e.trySend(from, mailroom.SendInput{To: to})
+	if err != nil {
+		e.t.Fatalf("send from %s to %v: %v", from, to, err)
+	}
+	return r
+}
+
+func (e *env) trySend(from string, in mailroom.SendInput) (mailroom.SendReceipt, error) {
+	e.count++
+	if in.Subject == "" {
+		in.Subject = fmt.Sprintf("subject %d", e.count)
+	}
+	if in.Body == "" {
+		in.Body = fmt.Sprintf("body %d", e.count)
+	}
+	d, err := in.Draft(0)
+	if err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	if d.OriginSessionID == "" {
+		d.OriginSessionID = "SESSION:test"
+	}
+	return e.s.Send(e.as(from), d)
+}
+
+func (e *env) list(who string, in mailroom.ListInput) mailroom.Page {
+	e.t.Helper()
+	f, err := in.Filter()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p, err := e.s.List(e.as(who), f)
+	if err != nil {
+		e.t.Fatalf("list for %s: %v", who, err)
+	}
+	return p
+}
+
+func ids(p mailroom.Page) []string {
+	out := make([]string, len(p.Messages))
+	for i, r := range p.Messages {
+		out[i] = r.MessageID
+	}
+	return out
+}
+
+func wantIDs(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+func wantErr(t *testing.T, err error, msg string) {
+	t.Helper()
+	if err == nil || err.Error() != msg {
+		t.Fatalf("err = %v, want %q", err, msg)
+	}
+}
+
+func testIdentities(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	again, err := s.EnsureAgent(e.ctx, "alice")
+	if err != nil || again.ID != e.ids["alice"].ID {
+		t.Fatalf("EnsureAgent is not idempotent: %v %v", again, err)
+	}
+	if _, err := s.EnsureAgent(e.ctx, "dana"); mailroom.ErrorCode(err) == "" {
+		t.Fatal("an agent took a human's name")
+	}
+	if _, err := s.AddIdentity(e.ctx, "Bad Name", mailroom.KindAgent); mailroom.ErrorCode(err) != mailroom.EINVALID {
+		t.Fatalf("bad name: %v", err)
+	}
+	token, digest := mailroom.NewToken()
+	if err := s.AddToken(e.ctx, e.ids["bob"].ID, digest); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.IdentityByToken(e.ctx, mailroom.TokenDigest(token))
+	if err != nil || got.Name != "bob" {
+		t.Fatalf("token lookup: %v %v", got, err)
+	}
+	if _, err := s.IdentityByToken(e.ctx, mailroom.TokenDigest(token+"x")); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+		t.Fatalf("bad token: %v", err)
+	}
+	if err := s.GrantRole(e.ctx, "nobody", "x"); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+		t.Fatalf("grant to unknown: %v", err)
+	}
+	if _, err := s.Send(e.ctx, mailroom.Draft{}); mailroom.ErrorCode(err) != mailroom.EUNAUTHORIZED {
+		t.Fatalf("send without caller: %v", err)
+	}
+}
+
+func testDirectMail(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	r := e.send("alice", "@bob", "human:dana")
+	if r.RecipientCount != 2 || r.Status != "sent" || !strings.HasPrefix(r.MessageID, "MESSAGE:") || !strings.HasPrefix(r.ThreadID, "THREAD:") {
+		t.Fatalf("receipt %+v", r)
+	}
+	wantIDs(t, "bob's inbox", ids(e.list("bob", mailroom.ListInput{})), r.MessageID)
+	wantIDs(t, "dana's inbox", ids(e.list("dana", mailroom.ListInput{})), r.MessageID)
+	wantIDs(t, "alice's inbox", ids(e.list("alice", mailroom.ListInput{})))
+	out := e.list("alice", mailroom.ListInput{Box: "outbox"})
+	wantIDs(t, "alice's outbox", ids(out), r.MessageID)
+	row := out.Messages[0]
+	if row.From != "@alice" || strings.Join(row.To, ",") != "@bob,human:dana" || row.ReadAt != nil {
+		t.Fatalf("outbox row %+v", row)
+	}
+	m, err := s.Get(e.as("bob"), r.MessageID)
+	if err != nil || m.Body == "" || m.OriginSessionID != "SESSION:test" || m.ReadAt != nil {
+		t.Fatalf("get: %+v %v", m, err)
+	}
+	self := e.send("alice", "@me")
+	wantIDs(t, "a note to self", ids(e.list("alice", mailroom.ListInput{})), self.MessageID)
+	wantIDs(t, "all box shows it once", ids(e.list("alice", mailroom.ListInput{Box: "all"})), self.MessageID, r.MessageID)
+
+	before := e.list("bob", mailroom.ListInput{Box: "all", IncludeArchived: true}).TotalCount
+	for _, to := range []string{"@nobody", "human:nobody", "human:alice", "@dana", "role:next-session-of-nobody"} {
+		_, err := e.trySend("alice", mailroom.SendInput{To: []string{"@bob", to}})
+		if mailroom.ErrorCode(err) != mailroom.EINVALID || !strings.HasPrefix(err.Error(), "Unknown recipient: ") {
+			t.Fatalf("to %s: %v", to, err)
+		}
+	}
+	if after := e.list("bob", mailroom.ListInput{Box: "all", IncludeArchived: true}).TotalCount; after != before {
+		t.Fatalf("a refused send stored something: %d -> %d", before, after)
+	}
+}
+
+func testIsolation(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	r := e.send("alice", "@bob")
+	notFound := "Message not found: " + r.MessageID
+	_, err := s.Get(e.as("carol"), r.MessageID)
+	wantErr(t, err, notFound)
+	_, err = s.Archive(e.as("carol"), r.MessageID)
+	wantErr(t, err, notFound)
+	res := s.MarkRead(e.as("carol"), []string{r.MessageID})
+	wantErr(t, res[0].Err, notFound)
+	_, err = e.trySend("carol", mailroom.SendInput{To: []string{"@alice"}, InReplyTo: r.MessageID})
+	wantErr(t, err, notFound)
+	_, err = s.Get(e.as("carol"), "MESSAGE:does-not-exist")
+	wantErr(t, err, "Message not found: MESSAGE:does-not-exist")
+	res = s.MarkRead(e.as("alice"), []string{r.MessageID})
+	wantErr(t, res[0].Err, "Not a recipient: "+r.MessageID)
+	if _, err := s.Get(e.as("alice"), r.MessageID); err != nil {
+		t.Fatalf("the sender cannot see their message: %v", err)
+	}
+}
+
+func testBroadcast(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	r := e.send("alice", "*")
+	if r.RecipientCount != 2 {
+		t.Fatalf("broadcast reached %d, want bob and carol", r.RecipientCount)
+	}
+	e.agent("late")
+	wantIDs(t, "an agent created later", ids(e.list("late", mailroom.ListInput{})))
+	wantIDs(t, "the human", ids(e.list("dana", mailroom.ListInput{})))
+	if res := s.MarkRead(e.as("bob"), []string{r.MessageID}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if row := e.list("bob", mailroom.ListInput{}).Messages[0]; row.ReadAt == nil {
+		t.Fatal("bob's read did not stick")
+	}
+	if row := e.list("carol", mailroom.ListInput{}).Messages[0]; row.ReadAt != nil {
+		t.Fatal("bob's read marked carol's copy")
+	}
+	wantIDs(t, "carol's unread", ids(e.list("carol", mailroom.ListInput{UnreadOnly: true})), r.MessageID)
+}
+
+func testRoles(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	if err := s.GrantRole(e.ctx, "bob", "reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GrantRole(e.ctx, "carol", "reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.send("alice", "role:reviewer")
+	if r.RecipientCount != 1 {
+		t.Fatalf("a role counts once, got %d", r.RecipientCount)
+	}
+	wantIDs(t, "bob sees the queue", ids(e.list("bob", mailroom.ListInput{})), r.MessageID)
+	wantIDs(t, "carol sees the queue", ids(e.list("carol", mailroom.ListInput{})), r.MessageID)
+	wantIDs(t, "the sender's inbox", ids(e.list("alice", mailroom.ListInput{})))
+	if res := s.MarkRead(e.as("carol"), []string{r.MessageID}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	row := e.list("bob", mailroom.ListInput{}).Messages[0]
+	if row.ReadAt == nil || row.ReadBy == nil || *row.ReadBy != "@carol" {
+		t.Fatalf("shared role state: %+v", row)
+	}
+
+	queued := e.send("alice", "role:nobody-yet")
+	if err := s.GrantRole(e.ctx, "bob", "nobody-yet"); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "a waiting queue", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), queued.MessageID)
+
+	next := e.send("alice", "role:next-session")
+	own := e.send("alice", "role:next-session-of-bob")
+	wantIDs(t, "bob's implicit roles", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), own.MessageID, next.MessageID, queued.MessageID)
+	wantIDs(t, "carol's implicit roles", ids(e.list("carol", mailroom.ListInput{UnreadOnly: true})), next.MessageID)
+	wantIDs(t, "a human holds no implicit role", ids(e.list("dana", mailroom.ListInput{})))
+
+	// Personal and role delivery together: the personal one is the caller's state.
+	both := e.send("alice", "@bob", "role:reviewer")
+	if res := s.MarkRead(e.as("bob"), []string{both.MessageID}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	for _, row := range e.list("carol", mailroom.ListInput{}).Messages {
+		if row.MessageID == both.MessageID && row.ReadAt != nil {
+			t.Fatal("bob's personal read consumed the role queue")
+		}
+	}
+}
+
+func testThreads(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	root := e.send("alice", "@bob")
+	reply, err := e.trySend("bob", mailroom.SendInput{To: []string{"@alice"}, InReplyTo: root.MessageID, RelatedTickets: []string{"#12", "acme/api#34"}, RelatedSessions: []string{"s1"}, TaggedConcepts: []string{"WAL migration"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.ThreadID != root.ThreadID {
+		t.Fatalf("reply opened thread %s, want %s", reply.ThreadID, root.ThreadID)
+	}
+	m, err := s.Get(e.as("alice"), reply.MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.InReplyTo == nil || *m.InReplyTo != root.MessageID || strings.Join(m.RelatedTickets, ",") != "#12,acme/api#34" ||
+		strings.Join(m.RelatedSessions, ",") != "SESSION:s1" || len(m.TaggedConcepts) != 1 || m.TaggedConcepts[0].ID != "CONCEPT:wal-migration" {
+		t.Fatalf("edges: %+v", m)
+	}
+	other := e.send("alice", "@bob")
+	if other.ThreadID == root.ThreadID {
+		t.Fatal("a new message joined an old thread")
+	}
+	wantIDs(t, "the thread", ids(e.list("alice", mailroom.ListInput{Box: "all", ThreadID: root.ThreadID})), reply.MessageID, root.MessageID)
+}
+
+func testListFilters(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	wal, _ := e.trySend("alice", mailroom.SendInput{To: []string{"@carol"}, Subject: "WAL migration", Body: "ticket POL-358: the checkpoint starves readers", TaggedConcepts: []string{"wal"}})
+	other, _ := e.trySend("bob", mailroom.SendInput{To: []string{"@carol", "role:ops"}, Subject: "lunch", Body: "AND OR NOT near"})
+	wantIDs(t, "from", ids(e.list("carol", mailroom.ListInput{From: "@alice"})), wal.MessageID)
+	wantIDs(t, "to a role", ids(e.list("carol", mailroom.ListInput{To: "role:ops"})), other.MessageID)
+	wantIDs(t, "query", ids(e.list("carol", mailroom.ListInput{Query: "POL-358"})), wal.MessageID)
+	wantIDs(t, "stemmed query", ids(e.list("carol", mailroom.ListInput{Query: "starving"})), wal.MessageID)
+	wantIDs(t, "prefix query", ids(e.list("carol", mailroom.ListInput{Query: "checkp*"})), wal.MessageID)
+	wantIDs(t, "operators are words", ids(e.list("carol", mailroom.ListInput{Query: "AND OR"})), other.MessageID)
+	for _, q := range []string{`"unbalanced`, "*", "NEAR(", "a:b", "'", "^", "(", "-x", "🙂"} {
+		e.list("carol", mailroom.ListInput{Query: q}) // must not fail
+	}
+	wantIDs(t, "concept", ids(e.list("carol", mailroom.ListInput{TaggedConcepts: []string{"CONCEPT:wal"}})), wal.MessageID)
+	f, _ := mailroom.ListInput{From: "@nobody"}.Filter()
+	if _, err := s.List(e.as("carol"), f); mailroom.ErrorCode(err) != mailroom.EINVALID {
+		t.Fatalf("unknown from: %v", err)
+	}
+	if _, err := s.Archive(e.as("carol"), wal.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "archived hidden", ids(e.list("carol", mailroom.ListInput{})), other.MessageID)
+	wantIDs(t, "archived shown", ids(e.list("carol", mailroom.ListInput{IncludeArchived: true})), other.MessageID, wal.MessageID)
+	if m, _ := s.Get(e.as("carol"), wal.MessageID); m.ReadAt != nil || m.ArchivedAt == nil {
+		t.Fatalf("archive is not read: %+v", m.Row)
+	}
+}
+
+func testPagination(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	const n = 2500
+	sent := make([]string, n)
+	for i := range n {
+		sent[n-1-i] = e.send("alice", "@bob").MessageID
+	}
+	seen := 0
+	offset := 0
+	for {
+		lim := 200
+		p := e.list("bob", mailroom.ListInput{Limit: &lim, Offset: &offset})
+		if p.TotalCount != n {
+			t.Fatalf("totalCount %d, want %d", p.TotalCount, n)
+		}
+		if p.Watermark == nil || *p.Watermark != sent[0] {
+			t.Fatalf("watermark %v, want the newest", p.Watermark)
+		}
+		for i, r := range p.Messages {
+			if r.MessageID != sent[offset+i] {
+				t.Fatalf("row %d is %s, want %s (newest first)", offset+i, r.MessageID, sent[offset+i])
+			}
+		}
+		seen += len(p.Messages)
+		if p.NextOffset == nil {
+			break
+		}
+		offset = *p.NextOffset
+	}
+	if seen != n {
+		t.Fatalf("walked %d rows, want %d", seen, n)
+	}
+	past := n + 10
+	if p := e.list("bob", mailroom.ListInput{Offset: &past}); len(p.Messages) != 0 || p.NextOffset != nil || p.TotalCount != n {
+		t.Fatalf("past the end: %+v", p)
+	}
+}
+
+func testMarkRead(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	a := e.send("alice", "@bob")
+	b := e.send("alice", "@bob")
+	res := s.MarkRead(e.as("bob"), []string{a.MessageID, "MESSAGE:bogus", b.MessageID})
+	if len(res) != 3 || res[0].Status != "read" || res[1].Status != "error" || res[1].Error != "Message not found: MESSAGE:bogus" || res[2].Status != "read" {
+		t.Fatalf("results %+v", res)
+	}
+	first := *res[0].ReadAt
+	again := s.MarkRead(e.as("bob"), []string{a.MessageID})
+	if !again[0].ReadAt.Equal(first) {
+		t.Fatalf("a second mark moved readAt from %v to %v", first, again[0].ReadAt)
+	}
+	if _, err := s.Get(e.as("bob"), a.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	c := e.send("alice", "@bob")
+	if m, _ := s.Get(e.as("bob"), c.MessageID); m.ReadAt != nil {
+		t.Fatal("get marked a message read")
+	}
+	e.list("bob", mailroom.ListInput{})
+	wantIDs(t, "listing marks nothing", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), c.MessageID)
+}
+
+func testDrain(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	rc, err := s.MarkAllRead(e.as("bob"), "", false)
+	if err != nil || rc.Status != "noop" || rc.MatchedCount != 0 {
+		t.Fatalf("empty inbox: %+v %v", rc, err)
+	}
+	if err := s.GrantRole(e.ctx, "bob", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	direct := e.send("alice", "@bob")
+	bcast := e.send("alice", "*")
+	role := e.send("alice", "role:ops")
+	archived := e.send("alice", "@bob")
+	if _, err := s.Archive(e.as("bob"), archived.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	watermark := e.list("bob", mailroom.ListInput{}).Watermark
+	late := e.send("carol", "@bob")
+
+	rc, err = s.MarkAllRead(e.as("bob"), *watermark, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Status != "read" || rc.MatchedCount != 2 || rc.ReadCount != 2 || rc.FailureCount != 0 || rc.WithheldRoleCount != 1 {
+		t.Fatalf("receipt %+v", rc)
+	}
+	if s.Durable() && rc.DurableCount != 2 {
+		t.Fatalf("durableCount %d", rc.DurableCount)
+	}
+	wantIDs(t, "left unread", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), late.MessageID, role.MessageID)
+	wantIDs(t, "carol's broadcast copy", ids(e.list("carol", mailroom.ListInput{UnreadOnly: true})), bcast.MessageID)
+	if m, _ := s.Get(e.as("bob"), archived.MessageID); m.ReadAt != nil {
+		t.Fatal("an archived message was drained")
+	}
+	rc, err = s.MarkAllRead(e.as("bob"), "", true)
+	if err != nil || rc.MatchedCount != 2 || rc.WithheldRoleCount != 0 {
+		t.Fatalf("includeRoles: %+v %v", rc, err)
+	}
+	_ = direct
+	wantIDs(t, "all read", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})))
+	if _, err := s.MarkAllRead(e.as("carol"), direct.MessageID, false); err == nil || err.Error() != "Message not found: "+direct.MessageID {
+		t.Fatalf("through an invisible message: %v", err)
+	}
+}
+
+func testConcurrentSends(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			from := []string{"alice", "carol"}[w%2]
+			for range each {
+				d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
+				d.OriginSessionID = "SESSION:c"
+				if _, err := s.Send(e.as(from), d); err != nil {
+					errs <- err
+				}
+				if _, err := s.MarkAllRead(e.as("bob"), "", false); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := e.list("bob", mailroom.ListInput{}).TotalCount; n != workers*each {
+		t.Fatalf("%d messages, want %d", n, workers*each)
+	}
+}
