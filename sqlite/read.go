@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"time"
 
 	"github.com/mailroom/mailroom"
 )
@@ -169,25 +168,22 @@ type marker struct {
 }
 
 func (s *Store) newMarker(ctx context.Context, tx *sql.Tx, me mailroom.Identity) (*marker, error) {
-	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = coalesce(read_at, ?1), read_by = coalesce(read_by, ?2) WHERE id = ?3 RETURNING read_at`)
+	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id = ?3 AND read_at IS NULL`)
 	if err != nil {
 		return nil, err
 	}
 	return &marker{s: s, me: me, stmt: stmt, at: ts(now())}, nil
 }
 
-// mark marks one delivery read, keeping the first readAt.
-func (mk *marker) mark(ctx context.Context, messageID string, delivery int64) (time.Time, error) {
+// mark marks one delivery read; one already read keeps its first readAt.
+func (mk *marker) mark(ctx context.Context, messageID string, delivery int64) error {
 	if mk.s.hooks.FailMark != nil {
 		if err := mk.s.hooks.FailMark(messageID); err != nil {
-			return time.Time{}, err
+			return err
 		}
 	}
-	var at string
-	if err := mk.stmt.QueryRowContext(ctx, mk.at, mk.me.ID, delivery).Scan(&at); err != nil {
-		return time.Time{}, err
-	}
-	return parseTS(at), nil
+	_, err := mk.stmt.ExecContext(ctx, mk.at, mk.me.ID, delivery)
+	return err
 }
 
 // MarkRead marks each id read for the caller, one result per id in order.
@@ -220,12 +216,17 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 				results[i] = markFailure(s, id, err)
 				continue
 			}
-			at, err := mk.mark(ctx, id, t.delivery)
-			if err != nil {
+			if err := mk.mark(ctx, id, t.delivery); err != nil {
 				results[i] = markFailure(s, id, err)
 				continue
 			}
-			results[i] = mailroom.MarkResult{MessageID: id, Status: "read", ReadAt: &at}
+			var at string
+			if err := tx.QueryRowContext(ctx, `SELECT read_at FROM delivery WHERE id = ?`, t.delivery).Scan(&at); err != nil {
+				results[i] = markFailure(s, id, err)
+				continue
+			}
+			readAt := parseTS(at)
+			results[i] = mailroom.MarkResult{MessageID: id, Status: "read", ReadAt: &readAt}
 		}
 		return nil
 	})
@@ -312,7 +313,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		marked = make([]int64, 0, len(snap))
 		rc.Failures = rc.Failures[:0]
 		for _, it := range snap {
-			if _, err := mk.mark(ctx, it.id, it.delivery); err != nil {
+			if err := mk.mark(ctx, it.id, it.delivery); err != nil {
 				rc.Failures = append(rc.Failures, mailroom.Failure{MessageID: it.id, Error: markFailure(s, it.id, err).Error})
 				continue
 			}
