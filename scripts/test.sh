@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test mailroom has: vet, the Go tests with the race detector
+# (unit, store suite, MCP end to end over in-memory, stdio and HTTP, fuzz
+# seed corpora), then the interop gate (TypeScript SDK clients over stdio and
+# HTTP in both array profiles, the official conformance suite, and the MCP
+# Inspector's strict schema check). Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+start=$(date +%s)
+echo "=== go vet"
+go vet ./...
+echo "=== go test -race ./..."
+go test -race -count=1 ./...
+echo "=== interop gate"
+scripts/interop.sh
+echo "=== all tests passed in $(( $(date +%s) - start ))s"
