@@ -1,7 +1,9 @@
 package mailroom
 
 import (
+	"context"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -66,4 +68,44 @@ func CanonicalConcepts(list []string) ([]Concept, error) {
 		}
 	}
 	return out, nil
+}
+
+// ConceptJob is one queued concept extraction, leased to one worker.
+type ConceptJob struct {
+	Seq       int64 // the store's handle of the message
+	MessageID string
+	Subject   string
+	Body      string
+	Attempts  int    // including this one
+	Worker    string // the lease holder
+}
+
+// ConceptCount is a concept and how many of the caller's visible messages
+// carry it.
+type ConceptCount struct {
+	Concept
+	Count int `json:"count"`
+}
+
+// ConceptStore is the concept side of a store: a durable extraction queue
+// that any server process sharing the database may work, the document
+// frequencies the embedded extractor scores rarity with, and the caller's
+// concepts.
+type ConceptStore interface {
+	// ClaimConceptJob leases the next due job to worker for lease. ok is
+	// false when none is due. A job whose lease ran out (its worker died)
+	// is due again.
+	ClaimConceptJob(ctx context.Context, worker string, lease time.Duration) (job ConceptJob, ok bool, err error)
+	// CompleteConceptJob tags the message with concepts from source, adds
+	// its terms to the document frequencies and removes the job, in one
+	// transaction. It fails with ECONFLICT when job's lease was lost.
+	CompleteConceptJob(ctx context.Context, job ConceptJob, concepts []Concept, source string, terms []string) error
+	// RetryConceptJob releases job to run again after the delay.
+	RetryConceptJob(ctx context.Context, job ConceptJob, reason string, after time.Duration) error
+	// DocFreq returns how many processed messages contain each term, and
+	// how many messages were processed.
+	DocFreq(ctx context.Context, terms []string) (df map[string]int, total int, err error)
+	// Concepts lists the concepts of the caller's visible mail, most used
+	// first, at most limit.
+	Concepts(ctx context.Context, limit int) ([]ConceptCount, error)
 }

@@ -47,6 +47,8 @@ type Store interface {
 	// holds after commit.
 	MarkAllRead(ctx context.Context, through string, includeRoles bool) (DrainReceipt, error)
 
+	ConceptStore
+
 	// Durable reports whether writes outlive the process.
 	Durable() bool
 	// Close releases the store.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom"
 )
@@ -26,6 +27,8 @@ func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
 	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
+	t.Run("ConceptQueue", func(t *testing.T) { testConceptQueue(t, open(t)) })
+	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 }
 
 // env is a store with agents alice, bob, carol and a human dana.
@@ -475,5 +478,92 @@ func testConcurrentSends(t *testing.T, s mailroom.Store) {
 	}
 	if n := e.list("bob", mailroom.ListInput{}).TotalCount; n != workers*each {
 		t.Fatalf("%d messages, want %d", n, workers*each)
+	}
+}
+
+func testConceptQueue(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	a := e.send("alice", "@bob")
+	b := e.send("alice", "@bob")
+	ctx := e.ctx
+
+	// A worker that dies mid-job: its lease runs out and the job is due again.
+	j1, ok, err := s.ClaimConceptJob(ctx, "w1", 50*time.Millisecond)
+	if err != nil || !ok || j1.MessageID != a.MessageID || j1.Attempts != 1 || j1.Body == "" {
+		t.Fatalf("first claim: %+v %v %v", j1, ok, err)
+	}
+	j2, ok, err := s.ClaimConceptJob(ctx, "w2", time.Minute)
+	if err != nil || !ok || j2.MessageID != b.MessageID {
+		t.Fatalf("second claim skips a leased job: %+v %v %v", j2, ok, err)
+	}
+	if _, ok, _ := s.ClaimConceptJob(ctx, "w3", time.Minute); ok {
+		t.Fatal("a third claim found a job while both are leased")
+	}
+	time.Sleep(60 * time.Millisecond)
+	j1b, ok, err := s.ClaimConceptJob(ctx, "w3", time.Minute)
+	if err != nil || !ok || j1b.MessageID != a.MessageID || j1b.Attempts != 2 {
+		t.Fatalf("expired lease not reclaimed: %+v %v %v", j1b, ok, err)
+	}
+	// The dead worker comes back: its completion is refused, so the job is done once.
+	if err := s.CompleteConceptJob(ctx, j1, []mailroom.Concept{{ID: "CONCEPT:stale", Name: "stale"}}, "embedded", nil); mailroom.ErrorCode(err) != mailroom.ECONFLICT {
+		t.Fatalf("a lost lease completed: %v", err)
+	}
+	wal := mailroom.Concept{ID: "CONCEPT:wal-migration", Name: "WAL migration"}
+	if err := s.CompleteConceptJob(ctx, j1b, []mailroom.Concept{wal}, "embedded", []string{"wal", "migration", "wal"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Get(e.as("bob"), a.MessageID)
+	if err != nil || len(m.TaggedConcepts) != 1 || m.TaggedConcepts[0] != wal {
+		t.Fatalf("concepts on the message: %+v %v", m.TaggedConcepts, err)
+	}
+	df, total, err := s.DocFreq(ctx, []string{"wal", "migration", "absent"})
+	if err != nil || total != 1 || df["wal"] != 1 || df["migration"] != 1 || df["absent"] != 0 {
+		t.Fatalf("docfreq %v %d %v", df, total, err)
+	}
+	// A failed attempt is retried later, not lost.
+	if err := s.RetryConceptJob(ctx, j2, "model unreachable", 30*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.ClaimConceptJob(ctx, "w4", time.Minute); ok {
+		t.Fatal("a job was due before its backoff")
+	}
+	time.Sleep(40 * time.Millisecond)
+	j2b, ok, err := s.ClaimConceptJob(ctx, "w4", time.Minute)
+	if err != nil || !ok || j2b.MessageID != b.MessageID || j2b.Attempts != 2 {
+		t.Fatalf("retry: %+v %v %v", j2b, ok, err)
+	}
+	if err := s.CompleteConceptJob(ctx, j2b, nil, "embedded", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.ClaimConceptJob(ctx, "w5", time.Minute); ok {
+		t.Fatal("the queue is not empty after every job completed")
+	}
+	wantIDs(t, "filter by an extracted concept", ids(e.list("bob", mailroom.ListInput{TaggedConcepts: []string{"wal migration"}})), a.MessageID)
+}
+
+func testConceptListing(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	for _, tc := range []struct {
+		from, to string
+		tags     []string
+	}{
+		{"alice", "@bob", []string{"WAL", "SQLite"}},
+		{"alice", "@bob", []string{"WAL"}},
+		{"carol", "@alice", []string{"secret"}},
+	} {
+		if _, err := e.trySend(tc.from, mailroom.SendInput{To: []string{tc.to}, TaggedConcepts: tc.tags}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Concepts(e.as("bob"), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "CONCEPT:wal" || got[0].Count != 2 || got[1].ID != "CONCEPT:sqlite" || got[1].Count != 1 {
+		t.Fatalf("bob's concepts: %+v", got)
+	}
+	got, _ = s.Concepts(e.as("alice"), 10)
+	if len(got) != 3 {
+		t.Fatalf("alice sees her sent and received concepts: %+v", got)
 	}
 }
