@@ -65,10 +65,11 @@ func (in MarkReadInput) Request() (MarkReadRequest, error) {
 		if s == "" {
 			return MarkReadRequest{}, Errorf(EINVALID, "messageId must not be empty")
 		}
-		if ids, ok := StringifiedIDs(s); ok {
-			return MarkReadRequest{Mode: MarkMany, IDs: ids}, nil
+		ids, ok := StringifiedIDs(s)
+		if !ok {
+			return MarkReadRequest{Mode: MarkOne, IDs: []string{s}}, nil
 		}
-		return MarkReadRequest{Mode: MarkOne, IDs: []string{s}}, nil
+		return manyIDs(ids)
 	}
 	var ids []string
 	if err := json.Unmarshal(in.MessageID, &ids); err != nil {
@@ -77,6 +78,11 @@ func (in MarkReadInput) Request() (MarkReadRequest, error) {
 	if len(ids) == 0 {
 		return MarkReadRequest{}, Errorf(EINVALID, "messageId must not be an empty array")
 	}
+	return manyIDs(ids)
+}
+
+// manyIDs is the array path, whichever form the array came in.
+func manyIDs(ids []string) (MarkReadRequest, error) {
 	if len(ids) > MaxMarkIDs {
 		return MarkReadRequest{}, Errorf(EINVALID, "messageId accepts at most %d ids (got %d); use all: true to drain the inbox", MaxMarkIDs, len(ids))
 	}
@@ -98,7 +104,7 @@ func StringifiedIDs(s string) ([]string, bool) {
 		return nil, false
 	}
 	var elems []json.RawMessage
-	if err := json.Unmarshal([]byte(t), &elems); err != nil || len(elems) == 0 || len(elems) > MaxMarkIDs {
+	if err := json.Unmarshal([]byte(t), &elems); err != nil || len(elems) == 0 {
 		return nil, false
 	}
 	ids := make([]string, len(elems))

@@ -112,6 +112,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			mcond += ` AND m.sender_id = ` + param(id.ID)
 		}
+		if f.To == "@me" {
+			f.To = me.Address() // rows hold resolved addresses
+		}
 		if f.To != "" {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(f.To) + `)`
 		}

@@ -75,7 +75,12 @@ func (s *Store) Get(ctx context.Context, messageID string) (mailroom.Message, er
 		}
 		m.Body, m.OriginSessionID = body, origin
 		if parent.Valid {
-			m.InReplyTo = &parent.String
+			// A parent the caller may not see does not exist for them.
+			if _, err := resolve(ctx, tx, me, jsonStrings(roles), parent.String); err == nil {
+				m.InReplyTo = &parent.String
+			} else if mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+				return err
+			}
 		}
 		if m.RelatedSessions, err = strings1(ctx, tx, `SELECT session_id FROM message_session WHERE message_seq = ? ORDER BY session_id`, t.seq); err != nil {
 			return err

@@ -307,6 +307,13 @@ func testThreads(t *testing.T, s mailroom.Store) {
 		strings.Join(m.RelatedSessions, ",") != "SESSION:s1" || len(m.TaggedConcepts) != 1 || m.TaggedConcepts[0].ID != "CONCEPT:wal-migration" {
 		t.Fatalf("edges: %+v", m)
 	}
+	forward, err := e.trySend("bob", mailroom.SendInput{To: []string{"@carol"}, InReplyTo: root.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Get(e.as("carol"), forward.MessageID); err != nil || m.InReplyTo != nil {
+		t.Fatalf("carol sees the id of a parent she may not see: %v %v", m.InReplyTo, err)
+	}
 	other := e.send("alice", "@bob")
 	if other.ThreadID == root.ThreadID {
 		t.Fatal("a new message joined an old thread")
@@ -320,6 +327,7 @@ func testListFilters(t *testing.T, s mailroom.Store) {
 	other, _ := e.trySend("bob", mailroom.SendInput{To: []string{"@carol", "role:ops"}, Subject: "lunch", Body: "AND OR NOT near"})
 	wantIDs(t, "from", ids(e.list("carol", mailroom.ListInput{From: "@alice"})), wal.MessageID)
 	wantIDs(t, "to a role", ids(e.list("carol", mailroom.ListInput{To: "role:ops"})), other.MessageID)
+	wantIDs(t, "to @me", ids(e.list("alice", mailroom.ListInput{Box: "outbox", To: "@me"})))
 	wantIDs(t, "query", ids(e.list("carol", mailroom.ListInput{Query: "POL-358"})), wal.MessageID)
 	wantIDs(t, "stemmed query", ids(e.list("carol", mailroom.ListInput{Query: "starving"})), wal.MessageID)
 	wantIDs(t, "prefix query", ids(e.list("carol", mailroom.ListInput{Query: "checkp*"})), wal.MessageID)

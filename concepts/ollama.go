@@ -1,0 +1,273 @@
+package concepts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mailroom/mailroom"
+)
+
+// Defaults of OllamaOptions.
+const (
+	// DefaultOllamaURL is where a local Ollama listens.
+	DefaultOllamaURL = "http://localhost:11434"
+	// DefaultOllamaModel is Ollama's "gemma3" tag, the 4B instruction-tuned
+	// Gemma 3: small enough for a laptop CPU, good at short structured
+	// answers.
+	DefaultOllamaModel = "gemma3"
+	// DefaultOllamaTimeout bounds one extraction, model load included.
+	DefaultOllamaTimeout = 20 * time.Second
+)
+
+const (
+	maxAnswerBytes  = 1 << 20  // an answer larger than this is garbage
+	maxPromptBody   = 16 << 10 // body bytes sent to the model; the start says what a message is about
+	maxOllamaRunes  = 60       // maxLength of a concept in the answer schema
+	maxOllamaAnswer = 5        // maxItems of the answer schema
+)
+
+// OllamaOptions configure an Ollama extractor. Zero fields take defaults.
+type OllamaOptions struct {
+	URL     string        // Ollama's base URL; DefaultOllamaURL if empty
+	Model   string        // model tag; DefaultOllamaModel if empty
+	Timeout time.Duration // per extraction; DefaultOllamaTimeout if zero
+	// Fallback answers when the model cannot: unreachable, too slow, a
+	// non-200 status, or an answer outside the schema. Nil means an
+	// Embedded extractor without Stats.
+	Fallback   Extractor
+	Logger     *slog.Logger // where fallbacks are reported; slog.Default if nil
+	HTTPClient *http.Client // http.DefaultClient if nil
+}
+
+// Ollama extracts concepts with a model served by Ollama's chat API.
+type Ollama struct {
+	endpoint string // {URL}/api/chat
+	model    string
+	timeout  time.Duration
+	fallback Extractor
+	logger   *slog.Logger
+	client   *http.Client
+}
+
+// NewOllama returns an Ollama extractor. It fails only on a malformed URL; it
+// does not contact the server, which may come up later.
+func NewOllama(opts OllamaOptions) (*Ollama, error) {
+	raw := opts.URL
+	if raw == "" {
+		raw = DefaultOllamaURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, mailroom.Errorf(mailroom.EINVALID, "ollama url %q: want http://host:port or https://host:port", raw)
+	}
+	o := &Ollama{
+		endpoint: strings.TrimRight(u.String(), "/") + "/api/chat",
+		model:    opts.Model,
+		timeout:  opts.Timeout,
+		fallback: opts.Fallback,
+		logger:   opts.Logger,
+		client:   opts.HTTPClient,
+	}
+	if o.model == "" {
+		o.model = DefaultOllamaModel
+	}
+	if o.timeout <= 0 {
+		o.timeout = DefaultOllamaTimeout
+	}
+	if o.fallback == nil {
+		o.fallback = NewEmbedded(nil)
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	if o.client == nil {
+		o.client = http.DefaultClient
+	}
+	return o, nil
+}
+
+// Name implements Extractor.
+func (o *Ollama) Name() string { return "ollama:" + o.model }
+
+// Extract implements Extractor. When the model fails it logs why and returns
+// the fallback's concepts; it returns an error only when ctx itself is done
+// or the fallback fails.
+func (o *Ollama) Extract(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
+	got, err := o.ask(ctx, doc)
+	if err == nil {
+		return got, nil
+	}
+	if ctx.Err() != nil {
+		// The caller gave up (shutdown): not the model's failure.
+		return nil, ctx.Err()
+	}
+	o.logger.LogAttrs(ctx, slog.LevelWarn, "concepts: ollama extraction failed; using fallback",
+		slog.String("model", o.model), slog.String("fallback", o.fallback.Name()), slog.String("reason", err.Error()))
+	return o.fallback.Extract(ctx, doc)
+}
+
+// chatRequest is the body of POST /api/chat.
+type chatRequest struct {
+	Model    string          `json:"model"`
+	Messages []chatMessage   `json:"messages"`
+	Stream   bool            `json:"stream"`
+	Format   json.RawMessage `json:"format"`
+	Options  chatOptions     `json:"options"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatOptions struct {
+	Temperature float64 `json:"temperature"`
+}
+
+// chatResponse is the part of Ollama's non-streamed answer we read.
+type chatResponse struct {
+	Message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"message"`
+	Done  bool   `json:"done"`
+	Error string `json:"error"`
+}
+
+// answerSchema is the JSON schema Ollama constrains the answer to.
+var answerSchema = json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"concepts":{"type":"array","items":{"type":"string","minLength":1,"maxLength":%d},"minItems":1,"maxItems":%d}},"required":["concepts"],"additionalProperties":false}`,
+	maxOllamaRunes, maxOllamaAnswer))
+
+// systemPrompt tells the model exactly what to answer.
+const systemPrompt = `You tag messages exchanged between software engineering agents with the concepts they are about.
+Answer with JSON only, exactly of the form {"concepts": ["...", "..."]}: no other keys, no prose, no markdown.
+Rules:
+- 1 to 5 concepts, most important first.
+- Each concept is a short noun phrase of 1 to 4 words, at most 60 characters, such as "rate limiting", "SQLite migration", "POL-358" or "flaky test".
+- Prefer the message's own terms; keep identifiers (ticket ids, function, file and package names) exactly as written.
+- No greetings, no status words (handoff, review, update, question), no sentences.`
+
+// ask puts doc to the model and parses its answer.
+func (o *Ollama) ask(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	body := doc.Body
+	if len(body) > maxPromptBody {
+		cut := maxPromptBody
+		for cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		body = body[:cut]
+	}
+	req := chatRequest{
+		Model: o.model,
+		Messages: []chatMessage{
+			{Role: "system", Content: systemPrompt},
+			{Role: "user", Content: "Subject: " + doc.Subject + "\n\n" + body},
+		},
+		Stream:  false,
+		Format:  answerSchema,
+		Options: chatOptions{Temperature: 0},
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := o.client.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %s: %s", resp.Status, snippet(data))
+	}
+	if len(data) > maxAnswerBytes {
+		return nil, errors.New("answer larger than 1 MiB")
+	}
+	var cr chatResponse
+	if err := json.Unmarshal(data, &cr); err != nil {
+		return nil, fmt.Errorf("answer is not Ollama's JSON: %w: %s", err, snippet(data))
+	}
+	if cr.Error != "" {
+		return nil, fmt.Errorf("ollama error: %s", cr.Error)
+	}
+	if !cr.Done {
+		return nil, errors.New("answer not done")
+	}
+	return parseAnswer(cr.Message.Content)
+}
+
+// parseAnswer parses the model's content against answerSchema, rejecting
+// anything else: other keys (matched exactly, unlike encoding/json's
+// case-insensitive fields), wrong types, trailing data, an empty or overlong
+// list, overlong strings, and strings with no letters or digits.
+func parseAnswer(content string) ([]mailroom.Concept, error) {
+	dec := json.NewDecoder(strings.NewReader(content))
+	var top map[string]json.RawMessage
+	if err := dec.Decode(&top); err != nil || top == nil {
+		return nil, fmt.Errorf("content is not a JSON object: %s", snippet([]byte(content)))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("content has data after the JSON object")
+	}
+	raw, ok := top["concepts"]
+	if !ok || len(top) != 1 {
+		return nil, fmt.Errorf(`content must have exactly the key "concepts": %s`, snippet([]byte(content)))
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf(`"concepts" is not a list of strings: %w`, err)
+	}
+	if len(list) < 1 || len(list) > maxOllamaAnswer {
+		return nil, fmt.Errorf("content has %d concepts, want 1 to %d", len(list), maxOllamaAnswer)
+	}
+	out := make([]mailroom.Concept, 0, len(list))
+	seen := map[string]bool{}
+	for _, s := range list {
+		if utf8.RuneCountInString(s) > maxOllamaRunes {
+			return nil, fmt.Errorf("concept %q is longer than %d characters", snippet([]byte(s)), maxOllamaRunes)
+		}
+		c, err := mailroom.CanonicalConcept(s)
+		if err != nil {
+			return nil, fmt.Errorf("concept %q: %w", s, err)
+		}
+		if !seen[c.ID] {
+			seen[c.ID] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// snippet shortens data for a log line.
+func snippet(data []byte) string {
+	const limit = 200
+	s := strings.ToValidUTF8(string(data), "?")
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}

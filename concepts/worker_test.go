@@ -1,0 +1,190 @@
+package concepts_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/concepts"
+	"github.com/mailroom/mailroom/sqlite"
+)
+
+type workerEnv struct {
+	s          *sqlite.Store
+	alice, bob context.Context
+}
+
+func newWorkerEnv(t *testing.T) workerEnv {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	a, _ := s.EnsureAgent(ctx, "alice")
+	b, _ := s.EnsureAgent(ctx, "bob")
+	return workerEnv{s: s, alice: mailroom.WithCaller(ctx, a), bob: mailroom.WithCaller(ctx, b)}
+}
+
+func (e workerEnv) send(t *testing.T, subject, body string) string {
+	t.Helper()
+	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: subject, Body: body}.Draft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:t"
+	r, err := e.s.Send(e.alice, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.MessageID
+}
+
+func (e workerEnv) concepts(t *testing.T, id string) []mailroom.Concept {
+	t.Helper()
+	m, err := e.s.Get(e.bob, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.TaggedConcepts
+}
+
+// counting wraps an extractor and counts calls per subject.
+type counting struct {
+	concepts.Extractor
+	mu    sync.Mutex
+	calls map[string]int
+	fail  atomic.Int32 // fail this many calls first
+}
+
+func (c *counting) Extract(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, error) {
+	c.mu.Lock()
+	c.calls[doc.Subject]++
+	c.mu.Unlock()
+	if c.fail.Add(-1) >= 0 {
+		return nil, errors.New("model unreachable")
+	}
+	return c.Extractor.Extract(ctx, doc)
+}
+
+func TestWorkerTagsQueuedMessages(t *testing.T) {
+	e := newWorkerEnv(t)
+	id := e.send(t, "WAL checkpoint starvation", "The WAL checkpoint starves readers when eight writers hold the lock. Checkpoint tuning next.")
+	w := concepts.NewWorker(e.s, concepts.NewEmbedded(e.s), concepts.WorkerOptions{Poll: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	start := time.Now()
+	for len(e.concepts(t, id)) == 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no concepts after 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("concepts after %v: %v", time.Since(start), e.concepts(t, id))
+	found := false
+	for _, c := range e.concepts(t, id) {
+		found = found || strings.Contains(c.ID, "checkpoint")
+	}
+	if !found {
+		t.Fatalf("expected the WAL checkpoint among %v", e.concepts(t, id))
+	}
+	df, total, err := e.s.DocFreq(context.Background(), concepts.Terms(concepts.Document{Subject: "WAL checkpoint starvation"}))
+	if err != nil || total != 1 || len(df) == 0 {
+		t.Fatalf("document frequencies not recorded: %v %d %v", df, total, err)
+	}
+}
+
+func TestWorkerRetriesFailures(t *testing.T) {
+	e := newWorkerEnv(t)
+	id := e.send(t, "Billing webhook retries", "Stripe webhook retries double-charge customers; idempotency keys fix it.")
+	x := &counting{Extractor: concepts.NewEmbedded(nil), calls: map[string]int{}}
+	x.fail.Store(2)
+	w := concepts.NewWorker(e.s, x, concepts.WorkerOptions{MaxBackoff: time.Millisecond})
+	ctx := context.Background()
+	for i := 0; len(e.concepts(t, id)) == 0; i++ {
+		if i > 200 {
+			t.Fatal("never completed")
+		}
+		if _, err := w.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := x.calls["Billing webhook retries"]; n != 3 {
+		t.Fatalf("extracted %d times, want 2 failures and 1 success", n)
+	}
+}
+
+// A worker that dies holding a job: after its lease runs out, another worker
+// (as after a restart) takes the job and finishes it.
+func TestWorkerResumesAfterCrash(t *testing.T) {
+	e := newWorkerEnv(t)
+	id := e.send(t, "Flaky integration test", "The payments integration test flakes on CI because of a shared port.")
+	ctx := context.Background()
+	job, ok, err := e.s.ClaimConceptJob(ctx, "crashed-worker", 30*time.Millisecond)
+	if err != nil || !ok || job.MessageID != id {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	// The crashed worker never completes. A new process starts a worker.
+	w := concepts.NewWorker(e.s, concepts.NewEmbedded(e.s), concepts.WorkerOptions{})
+	if worked, err := w.Step(ctx); worked || err != nil {
+		t.Fatalf("took a leased job: %v %v", worked, err)
+	}
+	time.Sleep(40 * time.Millisecond)
+	if worked, err := w.Step(ctx); !worked || err != nil {
+		t.Fatalf("did not resume the abandoned job: %v %v", worked, err)
+	}
+	if len(e.concepts(t, id)) == 0 {
+		t.Fatal("no concepts after resuming")
+	}
+	if err := e.s.CompleteConceptJob(ctx, job, []mailroom.Concept{{ID: "CONCEPT:late", Name: "late"}}, "x", nil); mailroom.ErrorCode(err) != mailroom.ECONFLICT {
+		t.Fatalf("the crashed worker's late completion was accepted: %v", err)
+	}
+}
+
+// Many workers on one queue: every job is extracted exactly once.
+func TestWorkersShareQueueOnce(t *testing.T) {
+	e := newWorkerEnv(t)
+	const n = 60
+	for i := range n {
+		e.send(t, "subject "+string(rune('a'+i%26))+string(rune('a'+i/26)), "Release checklist for the gateway rollout.")
+	}
+	x := &counting{Extractor: concepts.NewEmbedded(nil), calls: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4 {
+		w := concepts.NewWorker(e.s, x, concepts.WorkerOptions{Poll: 5 * time.Millisecond})
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(ctx) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		x.mu.Lock()
+		got := len(x.calls)
+		x.mu.Unlock()
+		if _, ok, _ := e.s.ClaimConceptJob(context.Background(), "probe", time.Nanosecond); got == n && !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d extracted", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for subject, c := range x.calls {
+		if c != 1 {
+			t.Errorf("%s extracted %d times", subject, c)
+		}
+	}
+}
