@@ -241,4 +241,38 @@ var tools = []tool{
 	}
 }`),
 	},
+	{
+		name:  "list_concepts",
+		title: "List concepts",
+		description: "List the concepts your mail is about (messages you sent or can read), most frequent first, with how many messages carry each. " +
+			"Concepts come from an extractor that tags every message in the background, plus any taggedConcepts senders gave. " +
+			"Pass an id to list_messages({taggedConcepts: [id]}) to read that mail.",
+		readOnly:   true,
+		idempotent: true,
+		input: json.RawMessage(`{
+	"type": "object",
+	"additionalProperties": false,
+	"properties": {
+		"limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "At most this many concepts, 1 to 500 (default 100)."}
+	}
+}`),
+		output: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"concepts": {
+			"type": "array",
+			"items": {
+				"type": "object",
+				"properties": {
+					"id": {"type": "string", "description": "CONCEPT:<slug>"},
+					"name": {"type": "string"},
+					"count": {"type": "integer", "description": "Messages you can see that carry it."}
+				},
+				"required": ["id", "name", "count"]
+			}
+		}
+	},
+	"required": ["concepts"]
+}`),
+	},
 }

@@ -27,7 +27,10 @@ type Options struct {
 	SessionID string
 	// MaxBody is the body limit in bytes; 0 means mailroom.DefaultMaxBodySize.
 	MaxBody int
-	Logger  *slog.Logger
+	// Sent, if set, is called after each message is stored; it wakes the
+	// concept worker and must not block.
+	Sent   func()
+	Logger *slog.Logger
 }
 
 // handler runs one tool call with checked arguments.
@@ -64,6 +67,7 @@ func (s *Server) MCPServer() *gomcp.Server {
 		"get_message":     s.getMessage,
 		"archive_message": s.archiveMessage,
 		"mark_read":       s.markRead,
+		"list_concepts":   s.listConcepts,
 	}
 	for _, t := range tools {
 		h := handlers[t.name]

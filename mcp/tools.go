@@ -49,7 +49,11 @@ func (s *Server) addMessage(ctx context.Context, req *gomcp.CallToolRequest, a a
 	if d.OriginSessionID == "" {
 		d.OriginSessionID = s.sessionOf(req)
 	}
-	return s.store.Send(ctx, d)
+	r, err := s.store.Send(ctx, d)
+	if err == nil && s.opts.Sent != nil {
+		s.opts.Sent()
+	}
+	return r, err
 }
 
 func (s *Server) listMessages(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
@@ -152,4 +156,24 @@ func (s *Server) markRead(ctx context.Context, req *gomcp.CallToolRequest, a arg
 		return nil, res.Err
 	}
 	return mailroom.ReadReceipt{MessageID: res.MessageID, ReadAt: *res.ReadAt, Status: "read", Durable: s.store.Durable()}, nil
+}
+
+type conceptList struct {
+	Concepts []mailroom.ConceptCount `json:"concepts"`
+}
+
+func (s *Server) listConcepts(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
+	limit, err := a.integer("limit")
+	if err != nil {
+		return nil, err
+	}
+	n := 100
+	if limit != nil {
+		if *limit < 1 || *limit > 500 {
+			return nil, mailroom.Errorf(mailroom.EINVALID, "limit must be between 1 and 500 (got %d)", *limit)
+		}
+		n = *limit
+	}
+	cs, err := s.store.Concepts(ctx, n)
+	return conceptList{Concepts: cs}, err
 }

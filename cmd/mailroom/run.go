@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/concepts"
 	"github.com/mailroom/mailroom/mcp"
 	"github.com/mailroom/mailroom/sqlite"
 )
@@ -35,6 +37,12 @@ Flags:
                    --http: loopback development mode, binding token-less requests to NAME
   --http ADDR      serve streamable HTTP instead of stdio; loopback unless you say otherwise
   --max-body N     body limit in bytes (default 65536)
+  --concepts X     concept extractor run by this process: embedded (default), ollama, or off
+                   (off leaves queued jobs to other processes sharing the database)
+  --ollama-url U   Ollama's URL for --concepts ollama (env MAILROOM_OLLAMA_URL; default http://localhost:11434)
+  --concept-model M  model for --concepts ollama (env MAILROOM_CONCEPT_MODEL; default gemma3)
+  --concept-lease D  how long a worker owns a claimed job before another process may take it
+                   over (default 2m; keep it above the model's timeout)
 `
 
 // Main is the program: ParseFlags, then Run, then Close. Tests run it
@@ -51,6 +59,11 @@ type Main struct {
 	human   humanFlag
 	http    string
 	maxBody int
+
+	conceptsMode string
+	ollamaURL    string
+	conceptModel string
+	conceptLease time.Duration
 
 	store *sqlite.Store
 	// Ready, if set, is called with the HTTP address once listening.
@@ -76,6 +89,10 @@ func (m *Main) ParseFlags(argv []string) error {
 	fs.Var(&m.human, "human", "")
 	fs.StringVar(&m.http, "http", "", "")
 	fs.IntVar(&m.maxBody, "max-body", mailroom.DefaultMaxBodySize, "")
+	fs.StringVar(&m.conceptsMode, "concepts", "embedded", "")
+	fs.StringVar(&m.ollamaURL, "ollama-url", "", "")
+	fs.StringVar(&m.conceptModel, "concept-model", "", "")
+	fs.DurationVar(&m.conceptLease, "concept-lease", 2*time.Minute, "")
 	for {
 		if err := fs.Parse(argv); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -100,6 +117,17 @@ func (m *Main) ParseFlags(argv []string) error {
 	}
 	if !m.agentOK {
 		m.agent = m.getenv("MAILROOM_AGENT")
+	}
+	if m.ollamaURL == "" {
+		m.ollamaURL = m.getenv("MAILROOM_OLLAMA_URL")
+	}
+	if m.conceptModel == "" {
+		m.conceptModel = m.getenv("MAILROOM_CONCEPT_MODEL")
+	}
+	switch m.conceptsMode {
+	case "embedded", "ollama", "off":
+	default:
+		return fmt.Errorf("--concepts must be embedded, ollama or off (got %q)", m.conceptsMode)
 	}
 	if len(m.cmd) == 0 {
 		fmt.Fprint(m.stderr, usage)
@@ -175,9 +203,20 @@ func (m *Main) serve(ctx context.Context) error {
 		}
 		opts.Identity = &id
 	}
+	worker, err := m.conceptWorker()
+	if err != nil {
+		return err
+	}
+	if worker != nil {
+		opts.Sent = worker.Notify
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); worker.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+	}
 	srv := mcp.NewServer(m.store, opts)
 	if m.http == "" {
-		m.log.Info("serving MCP on stdio", "db", m.db, "agent", m.agent)
+		m.log.Info("serving MCP on stdio", "db", m.db, "agent", m.agent, "concepts", m.conceptsMode)
 		return srv.ServeStdio(ctx)
 	}
 	return srv.ListenAndServe(ctx, m.http, func(addr net.Addr) {
@@ -190,6 +229,23 @@ func (m *Main) serve(ctx context.Context) error {
 			m.Ready(addr)
 		}
 	})
+}
+
+// conceptWorker builds the background concept worker the flags ask for, or
+// nil for --concepts off.
+func (m *Main) conceptWorker() (*concepts.Worker, error) {
+	var x concepts.Extractor = concepts.NewEmbedded(m.store)
+	switch m.conceptsMode {
+	case "off":
+		return nil, nil
+	case "ollama":
+		o, err := concepts.NewOllama(concepts.OllamaOptions{URL: m.ollamaURL, Model: m.conceptModel, Fallback: x, Logger: m.log})
+		if err != nil {
+			return nil, err
+		}
+		x = o
+	}
+	return concepts.NewWorker(m.store, x, concepts.WorkerOptions{Logger: m.log, Lease: m.conceptLease}), nil
 }
 
 func (m *Main) tokenCreate(ctx context.Context) error {
