@@ -308,6 +308,14 @@ func NextOffsetFor(offset, n, total int) *int {
 // word keeps its prefix meaning. It returns "" when no word has a letter or
 // digit.
 func FTSQuery(text string) string {
+	// Control characters (NUL ends an FTS5 string) and invalid bytes
+	// separate words like spaces do.
+	text = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, text)
 	var parts []string
 	for _, w := range strings.Fields(text) {
 		prefix := strings.HasSuffix(w, "*")
@@ -326,9 +334,6 @@ func FTSQuery(text string) string {
 
 func hasWordChar(s string) bool {
 	for _, r := range s {
-		if r == utf8.RuneError {
-			continue
-		}
 		if ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') || r > 127 {
 			return true
 		}

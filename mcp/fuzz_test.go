@@ -1,0 +1,61 @@
+package mcp
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParseArgs feeds untrusted argument objects to the argument checker:
+// it must never panic, and what it accepts must be a JSON object of declared
+// keys whose strings decode to valid UTF-8 without replacement.
+func FuzzParseArgs(f *testing.F) {
+	for _, s := range []string{
+		`{"to":"@bob","subject":"s","body":"b"}`,
+		`{"from":"@x"}`, `{"AGENT_ID":1}`, `{"bogus":true}`, `null`, `[]`, `"x"`, ``,
+		`{"body":"\ud800"}`, `{"body":"\ud83d\ude00"}`, `{"body":"\udc00\ud800"}`, `{"body":"\\ud800"}`,
+		`{"body":"a\u0000b"}`, "{\"body\":\"\xff\"}", `{"to":["@a","@b"]}`, `{"subject":"\u00e9"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	declared := []string{"to", "subject", "body"}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		a, err := parseArgs(raw, declared)
+		if err != nil {
+			return
+		}
+		for k, v := range a {
+			if k != "to" && k != "subject" && k != "body" {
+				t.Fatalf("accepted undeclared key %q", k)
+			}
+			var x any
+			if err := json.Unmarshal(v, &x); err != nil {
+				t.Fatalf("accepted invalid JSON for %q: %v", k, err)
+			}
+			if s, ok := x.(string); ok && strings.ContainsRune(s, utf8.RuneError) && !strings.Contains(string(v), "\uFFFD") && !strings.Contains(strings.ToLower(string(v)), `\ufffd`) {
+				t.Fatalf("%q decoded with a replacement character from %q", k, v)
+			}
+		}
+	})
+}
+
+func TestCheckJSONText(t *testing.T) {
+	tests := map[string]bool{
+		`"plain"`:               true,
+		`"\ud83d\ude00"`:        true,
+		`"\\ud800"`:             true, // an escaped backslash, then text
+		`"\ud800"`:              false,
+		`"\udc00"`:              false,
+		`"\ud800\u0041"`:        false,
+		`"\ud800x"`:             false,
+		"\"\xff\"":              false,
+		`["ok", "\ud800"]`:      false,
+		`{"k": "\uDBFF\uDFFF"}`: true,
+	}
+	for in, ok := range tests {
+		if err := checkJSONText([]byte(in)); (err == nil) != ok {
+			t.Errorf("checkJSONText(%s) = %v, want ok=%v", in, err, ok)
+		}
+	}
+}
