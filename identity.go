@@ -47,6 +47,9 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // ValidateName reports whether name is a valid identity name.
 func ValidateName(name string) error {
+	if name == "me" {
+		return Errorf(EINVALID, "invalid identity name \"me\": @me always means the caller")
+	}
 	if !nameRE.MatchString(name) {
 		return Errorf(EINVALID, "invalid identity name %q: use lowercase [a-z0-9][a-z0-9._-]{0,63}", name)
 	}

@@ -40,12 +40,12 @@ func (in MarkReadInput) Request() (MarkReadRequest, error) {
 	switch {
 	case hasID && in.All:
 		return MarkReadRequest{}, Errorf(EINVALID, "mark_read takes either messageId or all: true, not both")
-	case !hasID && !in.All:
-		return MarkReadRequest{}, Errorf(EINVALID, "mark_read needs messageId (an id or a list of ids) or all: true")
 	case !in.All && in.Through != nil:
 		return MarkReadRequest{}, Errorf(EINVALID, "through applies only with all: true")
 	case !in.All && in.IncludeRoles != nil:
 		return MarkReadRequest{}, Errorf(EINVALID, "includeRoles applies only with all: true")
+	case !hasID && !in.All:
+		return MarkReadRequest{}, Errorf(EINVALID, "mark_read needs messageId (an id or a list of ids) or all: true")
 	}
 	if in.All {
 		r := MarkReadRequest{Mode: MarkAll}

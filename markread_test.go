@@ -52,6 +52,8 @@ func TestMarkReadRequest(t *testing.T) {
 			"mark_read needs messageId (an id or a list of ids) or all: true"},
 		{"through without all", mailroom.MarkReadInput{MessageID: raw("MESSAGE:a"), Through: ptr("MESSAGE:w")}, mailroom.MarkReadRequest{},
 			"through applies only with all: true"},
+		{"through alone", mailroom.MarkReadInput{Through: ptr("MESSAGE:w")}, mailroom.MarkReadRequest{},
+			"through applies only with all: true"},
 		{"includeRoles without all", mailroom.MarkReadInput{MessageID: raw("MESSAGE:a"), IncludeRoles: ptr(true)}, mailroom.MarkReadRequest{},
 			"includeRoles applies only with all: true"},
 		{"a native empty array", mailroom.MarkReadInput{MessageID: raw([]string{})}, mailroom.MarkReadRequest{},

@@ -6,8 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on message text.
+// Limits on message text and edges.
 const (
+	MaxEdges           = 50        // entries in relatedSessions, relatedTickets or taggedConcepts
 	MaxSubjectLen      = 200       // characters
 	DefaultMaxBodySize = 64 * 1024 // bytes
 )
@@ -87,6 +88,14 @@ func (in SendInput) Draft(maxBody int) (Draft, error) {
 	if in.OriginSessionID != "" {
 		if d.OriginSessionID, err = CanonicalSession("originSessionId", in.OriginSessionID); err != nil {
 			return Draft{}, err
+		}
+	}
+	for _, l := range []struct {
+		field string
+		n     int
+	}{{"relatedSessions", len(in.RelatedSessions)}, {"relatedTickets", len(in.RelatedTickets)}, {"taggedConcepts", len(in.TaggedConcepts)}} {
+		if l.n > MaxEdges {
+			return Draft{}, Errorf(EINVALID, "%s accepts at most %d entries (got %d)", l.field, MaxEdges, l.n)
 		}
 	}
 	for _, s := range in.RelatedSessions {

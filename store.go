@@ -12,7 +12,7 @@ import "context"
 // NotFound(id) and nothing else.
 type Store interface {
 	// EnsureAgent returns the agent identity name, registering it on first
-	// use. It fails with EINVALID when name belongs to a human.
+	// use. It fails with ECONFLICT when name belongs to a human.
 	EnsureAgent(ctx context.Context, name string) (Identity, error)
 	// AddIdentity registers name with kind; it is idempotent for the same
 	// kind and fails with ECONFLICT when name exists with the other kind.

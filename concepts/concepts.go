@@ -89,9 +89,26 @@ func Terms(doc Document) []string {
 	for k := range c.cands {
 		out = append(out, k)
 	}
+	// Keep the document's most frequent candidates: a long body has
+	// thousands, and recording all of them would make each completion a
+	// large write. A term never recorded counts as rare, which is what a
+	// phrase seen once in one long message is.
+	sort.Slice(out, func(i, j int) bool {
+		a, b := c.cands[out[i]], c.cands[out[j]]
+		if a.tf != b.tf {
+			return a.tf > b.tf
+		}
+		return out[i] < out[j]
+	})
+	if len(out) > MaxTerms {
+		out = out[:MaxTerms]
+	}
 	sort.Strings(out)
 	return out
 }
+
+// MaxTerms bounds the terms Terms returns for one document.
+const MaxTerms = 200
 
 // MemStats is an in-memory Stats, safe for concurrent use. Its zero value is
 // an empty corpus.

@@ -106,7 +106,11 @@ func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
 	cs, xerr := w.x.Extract(ctx, doc)
 	if xerr != nil {
 		if ctx.Err() != nil {
-			return true, nil // shutting down: the lease runs out and another worker takes it
+			// Shutting down: hand the job back now rather than leave it
+			// leased until the lease runs out.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			return true, w.q.RetryConceptJob(rctx, job, "worker stopped", 0)
 		}
 		delay := w.backoff(job.Attempts)
 		w.opts.Logger.Warn("concept extraction failed; will retry", "message", job.MessageID, "attempt", job.Attempts, "retryIn", delay, "err", xerr)

@@ -24,8 +24,9 @@ var spoofKeys = map[string]bool{
 type args map[string]json.RawMessage
 
 // parseArgs checks raw against the tool's declared argument names: identity
-// overrides first, then unknown names, then text that is not valid UTF-8.
-func parseArgs(raw json.RawMessage, declared []string) (args, error) {
+// overrides first (for tools that stamp the sender), then unknown names, then
+// text that is not valid UTF-8.
+func parseArgs(raw json.RawMessage, declared []string, stampsSender bool) (args, error) {
 	a := args{}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
@@ -50,7 +51,7 @@ func parseArgs(raw json.RawMessage, declared []string) (args, error) {
 		return false
 	}
 	for _, k := range keys {
-		if !isDeclared(k) && spoofKeys[strings.ToLower(k)] {
+		if stampsSender && !isDeclared(k) && spoofKeys[strings.ToLower(k)] {
 			return nil, mailroom.Errorf(mailroom.EINVALID, "Identity-override spoof rejected: '%s' is stamped by the server", k)
 		}
 	}

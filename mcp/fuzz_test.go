@@ -21,7 +21,7 @@ func FuzzParseArgs(f *testing.F) {
 	}
 	declared := []string{"to", "subject", "body"}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		a, err := parseArgs(raw, declared)
+		a, err := parseArgs(raw, declared, true)
 		if err != nil {
 			return
 		}

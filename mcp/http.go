@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/mailroom/mailroom"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -74,13 +75,22 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.HTTPHandler())
-	srv := &http.Server{Handler: mux, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	go func() {
 		<-ctx.Done()
-		srv.Close()
+		// Let calls in flight finish; streams still open after that are cut.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -93,7 +93,7 @@ func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared 
 	if err != nil {
 		return s.fail(req, err)
 	}
-	a, err := parseArgs(req.Params.Arguments, declared)
+	a, err := parseArgs(req.Params.Arguments, declared, req.Params.Name == "add_message")
 	if err != nil {
 		return s.fail(req, err)
 	}

@@ -11,8 +11,16 @@ import (
 // ClaimConceptJob leases the next due extraction job to worker.
 func (s *Store) ClaimConceptJob(ctx context.Context, worker string, lease time.Duration) (mailroom.ConceptJob, bool, error) {
 	var job mailroom.ConceptJob
+	// An idle queue is the usual case: look with a read before taking the
+	// write lock that senders need.
+	var due int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM concept_job
+		WHERE run_after <= ?1 AND (locked_until IS NULL OR locked_until < ?1) LIMIT 1)`, ts(now())).Scan(&due)
+	if err != nil || due == 0 {
+		return job, false, err
+	}
 	found := false
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		at := now()
 		err := tx.QueryRowContext(ctx, `UPDATE concept_job SET locked_by = ?1, locked_until = ?2, attempts = attempts + 1
 			WHERE message_seq = (SELECT message_seq FROM concept_job
@@ -50,15 +58,11 @@ func (s *Store) CompleteConceptJob(ctx context.Context, job mailroom.ConceptJob,
 		if err := tagConcepts(ctx, tx, job.Seq, concepts, source); err != nil {
 			return err
 		}
-		seen := map[string]bool{}
-		for _, t := range terms {
-			if seen[t] {
-				continue
-			}
-			seen[t] = true
-			if _, err := tx.ExecContext(ctx, `INSERT INTO concept_term (term, df) VALUES (?, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1`, t); err != nil {
-				return err
-			}
+		// One statement for all terms; DISTINCT counts a term once per message.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO concept_term (term, df)
+			SELECT DISTINCT value, 1 FROM json_each(?) WHERE true
+			ON CONFLICT (term) DO UPDATE SET df = df + 1`, jsonStrings(terms)); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE concept_corpus SET docs = docs + 1 WHERE id = 1`); err != nil {
 			return err

@@ -55,10 +55,18 @@ func inboxBranches(dcond, mcond string) []string {
 	}
 	personal += ` WHERE d.recipient_id = ?1` + dcond + mcond
 	role := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq
-		WHERE d.role IN (SELECT value FROM json_each(?2)) AND m.sender_id <> ?1
+		WHERE d.role IN (SELECT value FROM json_each(?2)) AND (m.sender_id <> ?1 OR d.role = ` + ownSuccessorRole("?1") + `)
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)
 		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id)` + dcond + mcond
 	return []string{personal, role}
+}
+
+// ownSuccessorRole is the SQL for the next-session-of-<self> role of the
+// agent whose id is the parameter me: a handoff an agent leaves there is for
+// its own next session, so it is the one role message that reaches its
+// sender's inbox.
+func ownSuccessorRole(me string) string {
+	return `('next-session-of-' || (SELECT name FROM identity WHERE id = ` + me + ` AND kind = 'agent'))`
 }
 
 // outboxBranch selects (seq, did) of the caller's sent mail; with
@@ -135,6 +143,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// unread-only listing has none of them.
 			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
 		}
+		if page.Watermark, err = watermark(ctx, tx, me.ID, args[1].(string)); err != nil {
+			return err
+		}
 		if len(parts) == 0 {
 			return nil
 		}
@@ -166,8 +177,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 		}
-		page.Watermark, err = watermark(ctx, tx, me.ID, args[1].(string))
-		return err
+		return nil
 	})
 	if err != nil {
 		return mailroom.Page{}, err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/mailroom/mailroom"
 )
@@ -25,7 +26,9 @@ func resolve(ctx context.Context, tx *sql.Tx, me mailroom.Identity, roles string
 	}
 	err := tx.QueryRowContext(ctx, `SELECT m.seq, m.sender_id,
 			coalesce((SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.recipient_id = ?2),
-				CASE WHEN m.sender_id <> ?2 THEN (SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.role IN (SELECT value FROM json_each(?3)) ORDER BY d.id LIMIT 1) END,
+				(SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.role IN (SELECT value FROM json_each(?3))
+					AND (m.sender_id <> ?2 OR d.role = `+ownSuccessorRole("?2")+`)
+					ORDER BY d.id LIMIT 1),
 				0)
 		FROM message m WHERE m.id = ?1`, messageID, me.ID, roles).Scan(&t.seq, &t.sender, &t.delivery)
 	if isNoRows(err) || (err == nil && t.delivery == 0 && t.sender != me.ID) {
@@ -163,8 +166,11 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 	return mailroom.ArchiveReceipt{MessageID: messageID, ArchivedAt: parseTS(at), Status: "archived", Durable: s.durable}, nil
 }
 
-// marker is the single-id write path: every form of mark_read goes through
-// mark, so a scalar, an array item and a drain item are one behaviour.
+// marker is the single-id write path: every form of mark_read writes through
+// mark, so a scalar, an array item and a drain item are marked alike. Scalar
+// and array ids are authorised one by one by resolveRecipient; a drain's
+// snapshot query applies the same visibility rule to the whole inbox at once,
+// so its items arrive already authorised.
 type marker struct {
 	s    *Store
 	me   mailroom.Identity
@@ -275,23 +281,26 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			limit = t.seq
 		}
 		rc.SnapshotAt = now()
-		// The snapshot: one query over the caller's inbox branches.
-		branches := inboxBranches(" AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)", "")
-		rows, err := tx.QueryContext(ctx, `SELECT b.did, m.id, d.role IS NOT NULL FROM (`+branches[0]+` UNION ALL `+branches[1]+`) b
-			JOIN message m ON m.seq = b.seq JOIN delivery d ON d.id = b.did`, me.ID, rj, limit)
+		// The snapshot: one query over the caller's inbox branches, role
+		// deliveries only when asked; the withheld ones are only counted.
+		unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
+		branches := inboxBranches(unread, "")
+		if !includeRoles {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&rc.WithheldRoleCount); err != nil {
+				return err
+			}
+			branches = branches[:1]
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT b.did, m.id FROM (`+strings.Join(branches, " UNION ALL ")+`) b
+			JOIN message m ON m.seq = b.seq`, me.ID, rj, limit)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var it item
-			var isRole bool
-			if err := rows.Scan(&it.delivery, &it.id, &isRole); err != nil {
+			if err := rows.Scan(&it.delivery, &it.id); err != nil {
 				return err
-			}
-			if isRole && !includeRoles {
-				rc.WithheldRoleCount++
-				continue
 			}
 			snap = append(snap, it)
 		}

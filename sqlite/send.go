@@ -87,6 +87,7 @@ func send(ctx context.Context, tx *sql.Tx, me mailroom.Identity, d mailroom.Draf
 		}
 	}
 
+	addrs = unique(addrs) // @me and @<self> resolve alike
 	// A reply joins its parent's thread; the parent must be visible.
 	at := now()
 	threadID := ""
@@ -213,4 +214,17 @@ func visibleMessage(ctx context.Context, tx *sql.Tx, me mailroom.Identity, messa
 		return 0, "", mailroom.NotFound(messageID)
 	}
 	return seq, thread, err
+}
+
+// unique returns list without repeats, in first-seen order.
+func unique(list []string) []string {
+	seen := make(map[string]bool, len(list))
+	out := list[:0]
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -86,7 +86,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			}
 		}
 		q.Add("_pragma", "journal_mode(WAL)")
-		dsn = "file:" + path + "?" + q.Encode()
+		// Mail is private: create the file owner-only (SQLite gives the
+		// -wal and -shm files the same mode).
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open database file: %w", err)
+		}
+		f.Close()
+		// A URL, so that ? and # in the path stay part of the path.
+		dsn = (&url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}).String()
 	} else {
 		dsn = "file::memory:?" + q.Encode()
 	}
@@ -104,6 +112,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	// Give the planner statistics for the filters that should start from
+	// message indexes (thread, sender) rather than the inbox.
+	if _, err := db.ExecContext(ctx, `PRAGMA optimize=0x10002`); err != nil {
+		s.log.Warn("PRAGMA optimize", "err", err)
 	}
 	return s, nil
 }

@@ -184,8 +184,14 @@ func testDirectMail(t *testing.T, s mailroom.Store) {
 	if err != nil || m.Body == "" || m.OriginSessionID != "SESSION:test" || m.ReadAt != nil {
 		t.Fatalf("get: %+v %v", m, err)
 	}
-	self := e.send("alice", "@me")
+	self := e.send("alice", "@me", "@alice")
 	wantIDs(t, "a note to self", ids(e.list("alice", mailroom.ListInput{})), self.MessageID)
+	if to := e.list("alice", mailroom.ListInput{}).Messages[0].To; strings.Join(to, ",") != "@alice" {
+		t.Fatalf("@me and @alice are one address: %v", to)
+	}
+	if p := e.list("alice", mailroom.ListInput{Box: "outbox", UnreadOnly: true}); p.Watermark == nil || *p.Watermark != self.MessageID || p.TotalCount != 0 {
+		t.Fatalf("an unread-only outbox listing still reports the inbox watermark: %+v", p)
+	}
 	wantIDs(t, "all box shows it once", ids(e.list("alice", mailroom.ListInput{Box: "all"})), self.MessageID, r.MessageID)
 
 	before := e.list("bob", mailroom.ListInput{Box: "all", IncludeArchived: true}).TotalCount
@@ -276,6 +282,28 @@ func testRoles(t *testing.T, s mailroom.Store) {
 	wantIDs(t, "bob's implicit roles", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), own.MessageID, next.MessageID, queued.MessageID)
 	wantIDs(t, "carol's implicit roles", ids(e.list("carol", mailroom.ListInput{UnreadOnly: true})), next.MessageID)
 	wantIDs(t, "a human holds no implicit role", ids(e.list("dana", mailroom.ListInput{})))
+	// A handoff to one's own successor reaches the next session of the same
+	// identity; a plain role message never reaches its sender.
+	self := e.send("bob", "role:next-session-of-bob", "role:reviewer")
+	if m, err := s.Get(e.as("bob"), self.MessageID); err != nil || m.ReadAt != nil {
+		t.Fatalf("bob's own handoff: %+v %v", m, err)
+	}
+	found := false
+	for _, r := range e.list("bob", mailroom.ListInput{}).Messages {
+		found = found || r.MessageID == self.MessageID
+	}
+	if !found {
+		t.Fatal("bob's next session does not see the handoff he left for it")
+	}
+	if res := s.MarkRead(e.as("bob"), []string{self.MessageID}); res[0].Err != nil {
+		t.Fatalf("bob cannot mark his own handoff read: %v", res[0].Err)
+	}
+	reviewerOnly := e.send("bob", "role:reviewer")
+	for _, r := range e.list("bob", mailroom.ListInput{}).Messages {
+		if r.MessageID == reviewerOnly.MessageID {
+			t.Fatal("a role message reached its sender")
+		}
+	}
 
 	// Personal and role delivery together: the personal one is the caller's state.
 	both := e.send("alice", "@bob", "role:reviewer")

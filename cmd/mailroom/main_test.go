@@ -452,7 +452,7 @@ func TestHTTPDevelopmentModeFromTheCommandLine(t *testing.T) {
 func TestServeRefusesDevModeOnANonLoopbackAddress(t *testing.T) {
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
-	for _, addr := range []string{"0.0.0.0:0", "[::]:0", ":0"} {
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:0"} {
 		t.Run(addr, func(t *testing.T) {
 			out, stderr, err := runCLI(t, env, "serve", "--http", addr, "--agent", "x", "--db", db)
 			if err == nil {
@@ -702,5 +702,15 @@ func TestStateOutlivesTheProcessAndGrantsApplyAtOnce(t *testing.T) {
 	}
 	if row, ok := p.find(r.MessageID); !ok || row.ReadAt != nil {
 		t.Errorf("after a restart the role message is %+v (found %v)", row, ok)
+	}
+}
+
+// An --http address without a host binds loopback, as SPEC section 1 says.
+func TestServeWithoutAHostBindsLoopback(t *testing.T) {
+	env := environ(t)
+	db := filepath.Join(t.TempDir(), "m.db")
+	endpoint := serveHTTP(t, env, "--http", ":0", "--agent", "x", "--db", db)
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Fatalf("served at %s, want loopback", endpoint)
 	}
 }

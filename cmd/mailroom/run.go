@@ -187,6 +187,9 @@ func (m *Main) open(ctx context.Context) error {
 }
 
 func (m *Main) serve(ctx context.Context) error {
+	if strings.HasPrefix(m.http, ":") {
+		m.http = "127.0.0.1" + m.http // loopback unless told otherwise
+	}
 	if m.http != "" && m.agentOK {
 		if err := mcp.CheckDevAddr(m.http); err != nil {
 			return err
@@ -293,6 +296,9 @@ func (m *Main) identityAdd(ctx context.Context, name string) error {
 func (m *Main) roleGrant(ctx context.Context, name, role string) error {
 	if err := m.open(ctx); err != nil {
 		return err
+	}
+	if ref, _, err := mailroom.ParseIdentityRef(name); err == nil && ref != "" {
+		name = ref // @bob, AGENT:bob and human:dana name bob and dana
 	}
 	if err := m.store.GrantRole(ctx, name, strings.TrimPrefix(role, "role:")); err != nil {
 		return errors.New(mailroom.ErrorMessage(err))
