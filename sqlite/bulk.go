@@ -8,8 +8,8 @@ import (
 )
 
 // SendMany stores n copies of d from the caller in one transaction, through
-// the same send path as Send: a fast way to seed large mailboxes in tests
-// and benchmarks.
+// the same send path as Send. It exists to seed large mailboxes for
+// benchmarks and load tests; servers never call it.
 func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
