@@ -3,6 +3,7 @@ package concepts_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,8 +30,8 @@ func benchStore(b *testing.B) (*sqlite.Store, context.Context) {
 	return s, mailroom.WithCaller(ctx, alice)
 }
 
-func benchDraft(b *testing.B) mailroom.Draft {
-	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "Handoff: WAL checkpoint tuning", Body: benchBody}.Draft(0)
+func benchDraft(b *testing.B, body string) mailroom.Draft {
+	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "Handoff: WAL checkpoint tuning", Body: body}.Draft(0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,16 +41,19 @@ func benchDraft(b *testing.B) mailroom.Draft {
 
 // BenchmarkSendWithExtractor times one send with no concept worker, and with
 // an embedded-extractor worker running in the same process and woken by
-// every send, as `mailroom serve` runs it.
+// every send, as `mailroom serve` runs it; for a ~500-byte body and a 60 KiB
+// one.
 func BenchmarkSendWithExtractor(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "embedded"
-		}
-		b.Run(name, func(b *testing.B) {
+	large := strings.Repeat(benchBody+"\n", 60*1024/len(benchBody))
+	for _, tc := range []struct {
+		name string
+		on   bool
+		body string
+	}{{"off", false, benchBody}, {"embedded", true, benchBody}, {"60KiB-off", false, large}, {"60KiB-embedded", true, large}} {
+		on := tc.on
+		b.Run(tc.name, func(b *testing.B) {
 			s, alice := benchStore(b)
-			d := benchDraft(b)
+			d := benchDraft(b, tc.body)
 			var w *concepts.Worker
 			if on {
 				w = concepts.NewWorker(s, concepts.NewEmbedded(s), concepts.WorkerOptions{})
@@ -79,7 +83,7 @@ func BenchmarkConceptLatency(b *testing.B) {
 	defer cancel()
 	w := concepts.NewWorker(s, concepts.NewEmbedded(s), concepts.WorkerOptions{})
 	go w.Run(ctx)
-	d := benchDraft(b)
+	d := benchDraft(b, benchBody)
 	var worst time.Duration
 	for b.Loop() {
 		start := time.Now()
