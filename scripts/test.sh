@@ -14,4 +14,6 @@ echo "=== go test -race ./..."
 go test -race -count=1 ./...
 echo "=== interop gate"
 scripts/interop.sh
+echo "=== interop gate proof: the stringifying client fails without the compatibility rule"
+scripts/interop.sh --prove-gate
 echo "=== all tests passed in $(( $(date +%s) - start ))s"
