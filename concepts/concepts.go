@@ -51,6 +51,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mailroom/mailroom"
 )
@@ -146,4 +147,16 @@ func (s *MemStats) DocFreq(ctx context.Context, terms []string) (map[string]int,
 		}
 	}
 	return df, s.total, nil
+}
+
+// truncate cuts s to at most n bytes without splitting a character: the
+// start of a message says what it is about.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -203,15 +203,7 @@ type collection struct {
 func collect(doc Document) *collection {
 	c := &collection{cands: map[string]*candidate{}, wordTF: map[string]float64{}}
 	c.add(doc.Subject, subjectWeight)
-	body := doc.Body
-	if len(body) > maxBodyBytes {
-		cut := maxBodyBytes
-		for cut > 0 && !utf8.RuneStart(body[cut]) {
-			cut--
-		}
-		body = body[:cut]
-	}
-	c.add(body, 1)
+	c.add(truncate(doc.Body, maxBodyBytes), 1)
 	return c
 }
 

@@ -161,14 +161,7 @@ Rules:
 func (o *Ollama) ask(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	body := doc.Body
-	if len(body) > maxPromptBody {
-		cut := maxPromptBody
-		for cut > 0 && !utf8.RuneStart(body[cut]) {
-			cut--
-		}
-		body = body[:cut]
-	}
+	body := truncate(doc.Body, maxPromptBody)
 	req := chatRequest{
 		Model: o.model,
 		Messages: []chatMessage{

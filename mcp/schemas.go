@@ -26,10 +26,9 @@ func (t tool) declared() []string {
 	return names
 }
 
-const rowSchema = `{
-	"type": "object",
-	"properties": {
-		"messageId": {"type": "string"},
+// rowProperties and rowRequired describe a message row as list_messages
+// shows it; get_message's result is a row plus the body and edges.
+const rowProperties = `		"messageId": {"type": "string"},
 		"subject": {"type": "string"},
 		"from": {"type": "string", "description": "Sender, stamped by the server: @name or human:login."},
 		"to": {"type": "array", "items": {"type": "string"}, "description": "Resolved addresses: @name, human:login, role:name or *."},
@@ -39,9 +38,15 @@ const rowSchema = `{
 		"archivedAt": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
 		"threadId": {"type": "string"},
 		"retracted": {"type": "boolean"},
-		"readBy": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Role-queue rows only: who read it for the role."}
+		"readBy": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Role-queue rows only: who read it for the role."}`
+
+const rowRequired = `"messageId", "subject", "from", "to", "priority", "sentAt", "readAt", "archivedAt", "threadId", "retracted"`
+
+const rowSchema = `{
+	"type": "object",
+	"properties": {` + rowProperties + `
 	},
-	"required": ["messageId", "subject", "from", "to", "priority", "sentAt", "readAt", "archivedAt", "threadId", "retracted"]
+	"required": [` + rowRequired + `]
 }`
 
 var tools = []tool{
@@ -139,26 +144,15 @@ var tools = []tool{
 }`),
 		output: json.RawMessage(`{
 	"type": "object",
-	"properties": {
-		"messageId": {"type": "string"},
-		"subject": {"type": "string"},
-		"from": {"type": "string"},
-		"to": {"type": "array", "items": {"type": "string"}},
-		"priority": {"type": "string", "enum": ["low", "normal", "high"]},
-		"sentAt": {"type": "string", "format": "date-time"},
-		"readAt": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
-		"archivedAt": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
-		"threadId": {"type": "string"},
-		"retracted": {"type": "boolean"},
-		"readBy": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+	"properties": {` + rowProperties + `,
 		"body": {"type": "string"},
-		"inReplyTo": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+		"inReplyTo": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The message this replies to; null when none, or when you may not see it."},
 		"originSessionId": {"type": "string"},
 		"relatedSessions": {"type": "array", "items": {"type": "string"}},
 		"relatedTickets": {"type": "array", "items": {"type": "string"}},
 		"taggedConcepts": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}, "required": ["id", "name"]}}
 	},
-	"required": ["messageId", "subject", "from", "to", "priority", "sentAt", "readAt", "archivedAt", "threadId", "retracted", "body", "inReplyTo", "originSessionId", "relatedSessions", "relatedTickets", "taggedConcepts"]
+	"required": [` + rowRequired + `, "body", "inReplyTo", "originSessionId", "relatedSessions", "relatedTickets", "taggedConcepts"]
 }`),
 	},
 	{
