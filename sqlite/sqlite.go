@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailroom/mailroom"
@@ -56,6 +57,11 @@ type Store struct {
 	durable bool
 	log     *slog.Logger
 	hooks   Hooks
+	// wmu queues this process's writers in Go. SQLite admits one writer at
+	// a time anyway, and its busy handler waits by sleeping in growing
+	// steps, so many writers of one process contending inside SQLite starve
+	// each other; only other processes need the busy timeout.
+	wmu sync.Mutex
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -170,6 +176,8 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // write runs fn in an immediate transaction and commits it.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
