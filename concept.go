@@ -80,6 +80,14 @@ type ConceptJob struct {
 	Worker    string // the lease holder
 }
 
+// ConceptResult is what a worker found for one job.
+type ConceptResult struct {
+	Job      ConceptJob
+	Concepts []Concept
+	Source   string   // the extractor's name
+	Terms    []string // for document frequencies
+}
+
 // ConceptCount is a concept and how many of the caller's visible messages
 // carry it.
 type ConceptCount struct {
@@ -92,14 +100,15 @@ type ConceptCount struct {
 // frequencies the embedded extractor scores rarity with, and the caller's
 // concepts.
 type ConceptStore interface {
-	// ClaimConceptJob leases the next due job to worker for lease. ok is
-	// false when none is due. A job whose lease ran out (its worker died)
-	// is due again.
-	ClaimConceptJob(ctx context.Context, worker string, lease time.Duration) (job ConceptJob, ok bool, err error)
-	// CompleteConceptJob tags the message with concepts from source, adds
-	// its terms to the document frequencies and removes the job, in one
-	// transaction. It fails with ECONFLICT when job's lease was lost.
-	CompleteConceptJob(ctx context.Context, job ConceptJob, concepts []Concept, source string, terms []string) error
+	// ClaimConceptJobs leases up to max due jobs, oldest first, to worker
+	// for lease; none when none is due. A job whose lease ran out (its
+	// worker died) is due again.
+	ClaimConceptJobs(ctx context.Context, worker string, lease time.Duration, max int) ([]ConceptJob, error)
+	// CompleteConceptJobs, in one transaction, tags each result's message
+	// with its concepts, adds its terms to the document frequencies and
+	// removes its job. A job whose lease was lost is left to its new owner
+	// and returned in lost.
+	CompleteConceptJobs(ctx context.Context, results []ConceptResult) (lost []ConceptJob, err error)
 	// RetryConceptJob releases job to run again after the delay.
 	RetryConceptJob(ctx context.Context, job ConceptJob, reason string, after time.Duration) error
 	// DocFreq returns how many processed messages contain each term, and

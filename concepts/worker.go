@@ -12,8 +12,8 @@ import (
 
 // Queue is the part of a store the worker needs.
 type Queue interface {
-	ClaimConceptJob(ctx context.Context, worker string, lease time.Duration) (mailroom.ConceptJob, bool, error)
-	CompleteConceptJob(ctx context.Context, job mailroom.ConceptJob, concepts []mailroom.Concept, source string, terms []string) error
+	ClaimConceptJobs(ctx context.Context, worker string, lease time.Duration, max int) ([]mailroom.ConceptJob, error)
+	CompleteConceptJobs(ctx context.Context, results []mailroom.ConceptResult) (lost []mailroom.ConceptJob, err error)
 	RetryConceptJob(ctx context.Context, job mailroom.ConceptJob, reason string, after time.Duration) error
 }
 
@@ -29,7 +29,15 @@ type WorkerOptions struct {
 	Poll time.Duration
 	// MaxBackoff caps the retry delay after failures. Default 10 minutes.
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
+	// Batch is how many jobs one claim takes and one commit completes, so
+	// the worker takes the write lock twice per batch rather than twice per
+	// message. Default 32.
+	Batch int
+	// Settle is how long a woken worker lets a burst of sends gather into
+	// one batch before it claims. Default 25 ms; it keeps the worker's
+	// commits from interleaving with every send.
+	Settle time.Duration
+	Logger *slog.Logger
 }
 
 // Worker works the concept extraction queue off the send path: a send only
@@ -56,6 +64,12 @@ func NewWorker(q Queue, x Extractor, opts WorkerOptions) *Worker {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 10 * time.Minute
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 32
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 25 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -91,38 +105,70 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-w.wake:
+			timer.Reset(w.opts.Settle)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+			}
 		case <-timer.C:
 		}
 	}
 }
 
-// Step claims and processes one job. worked is false when none was due.
+// Step claims and processes one batch of jobs. worked is false when none
+// was due.
 func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
-	job, ok, err := w.q.ClaimConceptJob(ctx, w.opts.Name, w.opts.Lease)
-	if err != nil || !ok {
+	jobs, err := w.q.ClaimConceptJobs(ctx, w.opts.Name, w.opts.Lease, w.opts.Batch)
+	if err != nil || len(jobs) == 0 {
 		return false, err
 	}
-	doc := Document{Subject: job.Subject, Body: job.Body}
-	cs, xerr := w.x.Extract(ctx, doc)
-	if xerr != nil {
+	results := make([]mailroom.ConceptResult, 0, len(jobs))
+	for i, job := range jobs {
+		doc := Document{Subject: job.Subject, Body: job.Body}
+		cs, xerr := w.x.Extract(ctx, doc)
+		if xerr == nil {
+			results = append(results, mailroom.ConceptResult{Job: job, Concepts: cs, Source: w.x.Name(), Terms: Terms(doc)})
+			continue
+		}
 		if ctx.Err() != nil {
-			// Shutting down: hand the job back now rather than leave it
-			// leased until the lease runs out.
+			// Shutting down: hand the unfinished jobs back now rather than
+			// leave them leased until the lease runs out, and keep what
+			// is done.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			return true, w.q.RetryConceptJob(rctx, job, "worker stopped", 0)
+			for _, j := range jobs[i:] {
+				w.q.RetryConceptJob(rctx, j, "worker stopped", 0)
+			}
+			return true, w.complete(rctx, results)
 		}
 		delay := w.backoff(job.Attempts)
 		w.opts.Logger.Warn("concept extraction failed; will retry", "message", job.MessageID, "attempt", job.Attempts, "retryIn", delay, "err", xerr)
-		return true, w.q.RetryConceptJob(ctx, job, xerr.Error(), delay)
+		if err := w.q.RetryConceptJob(ctx, job, xerr.Error(), delay); err != nil && mailroom.ErrorCode(err) != mailroom.ECONFLICT {
+			return true, err
+		}
 	}
-	err = w.q.CompleteConceptJob(ctx, job, cs, w.x.Name(), Terms(doc))
-	if mailroom.ErrorCode(err) == mailroom.ECONFLICT {
-		// Our lease ran out and another worker owns the job now.
-		w.opts.Logger.Warn("concept job lease lost", "message", job.MessageID)
-		return true, nil
+	return true, w.complete(ctx, results)
+}
+
+// completeChunk bounds one completion transaction, so a send that arrives
+// meanwhile waits for a few messages' tags, not a whole batch's.
+const completeChunk = 8
+
+func (w *Worker) complete(ctx context.Context, results []mailroom.ConceptResult) error {
+	for len(results) > 0 {
+		n := min(len(results), completeChunk)
+		lost, err := w.q.CompleteConceptJobs(ctx, results[:n])
+		for _, job := range lost {
+			// Our lease ran out and another worker owns the job now.
+			w.opts.Logger.Warn("concept job lease lost", "message", job.MessageID)
+		}
+		if err != nil {
+			return err
+		}
+		results = results[n:]
 	}
-	return true, err
+	return nil
 }
 
 func (w *Worker) backoff(attempt int) time.Duration {

@@ -131,10 +131,11 @@ func TestWorkerResumesAfterCrash(t *testing.T) {
 	e := newWorkerEnv(t)
 	id := e.send(t, "Flaky integration test", "The payments integration test flakes on CI because of a shared port.")
 	ctx := context.Background()
-	job, ok, err := e.s.ClaimConceptJob(ctx, "crashed-worker", 30*time.Millisecond)
-	if err != nil || !ok || job.MessageID != id {
-		t.Fatalf("claim: %v %v", ok, err)
+	jobs, err := e.s.ClaimConceptJobs(ctx, "crashed-worker", 30*time.Millisecond, 1)
+	if err != nil || len(jobs) != 1 || jobs[0].MessageID != id {
+		t.Fatalf("claim: %v %v", jobs, err)
 	}
+	job := jobs[0]
 	// The crashed worker never completes. A new process starts a worker.
 	w := concepts.NewWorker(e.s, concepts.NewEmbedded(e.s), concepts.WorkerOptions{})
 	if worked, err := w.Step(ctx); worked || err != nil {
@@ -147,8 +148,9 @@ func TestWorkerResumesAfterCrash(t *testing.T) {
 	if len(e.concepts(t, id)) == 0 {
 		t.Fatal("no concepts after resuming")
 	}
-	if err := e.s.CompleteConceptJob(ctx, job, []mailroom.Concept{{ID: "CONCEPT:late", Name: "late"}}, "x", nil); mailroom.ErrorCode(err) != mailroom.ECONFLICT {
-		t.Fatalf("the crashed worker's late completion was accepted: %v", err)
+	lost, err := e.s.CompleteConceptJobs(ctx, []mailroom.ConceptResult{{Job: job, Concepts: []mailroom.Concept{{ID: "CONCEPT:late", Name: "late"}}, Source: "x"}})
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("the crashed worker's late completion was accepted: %v %v", lost, err)
 	}
 }
 
@@ -172,7 +174,7 @@ func TestWorkersShareQueueOnce(t *testing.T) {
 		x.mu.Lock()
 		got := len(x.calls)
 		x.mu.Unlock()
-		if _, ok, _ := e.s.ClaimConceptJob(context.Background(), "probe", time.Nanosecond); got == n && !ok {
+		if left, _ := e.s.ClaimConceptJobs(context.Background(), "probe", time.Nanosecond, 1); got == n && len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/mailroom/mailroom"
 )
@@ -15,7 +14,7 @@ func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *ptx) error {
 		for range n {
 			if _, err := send(ctx, tx, me, d); err != nil {
 				return err

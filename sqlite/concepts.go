@@ -1,46 +1,58 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"github.com/mailroom/mailroom"
 )
 
-// ClaimConceptJob leases the next due extraction job to worker.
-func (s *Store) ClaimConceptJob(ctx context.Context, worker string, lease time.Duration) (mailroom.ConceptJob, bool, error) {
-	var job mailroom.ConceptJob
+// ClaimConceptJobs leases up to max due extraction jobs to worker.
+func (s *Store) ClaimConceptJobs(ctx context.Context, worker string, lease time.Duration, max int) ([]mailroom.ConceptJob, error) {
 	// An idle queue is the usual case: look with a read before taking the
 	// write lock that senders need.
 	var due int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM concept_job
 		WHERE run_after <= ?1 AND (locked_until IS NULL OR locked_until < ?1) LIMIT 1)`, ts(now())).Scan(&due)
 	if err != nil || due == 0 {
-		return job, false, err
+		return nil, err
 	}
-	found := false
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	var jobs []mailroom.ConceptJob
+	err = s.writeBackground(ctx, func(tx *ptx) error {
+		jobs = jobs[:0]
 		at := now()
-		err := tx.QueryRowContext(ctx, `UPDATE concept_job SET locked_by = ?1, locked_until = ?2, attempts = attempts + 1
-			WHERE message_seq = (SELECT message_seq FROM concept_job
+		rows, err := tx.QueryContext(ctx, `UPDATE concept_job SET locked_by = ?1, locked_until = ?2, attempts = attempts + 1
+			WHERE message_seq IN (SELECT message_seq FROM concept_job
 				WHERE run_after <= ?3 AND (locked_until IS NULL OR locked_until < ?3)
-				ORDER BY run_after, message_seq LIMIT 1)
-			RETURNING message_seq, attempts`, worker, ts(at.Add(lease)), ts(at)).Scan(&job.Seq, &job.Attempts)
-		if isNoRows(err) {
-			return nil
-		} else if err != nil {
+				ORDER BY run_after, message_seq LIMIT ?4)
+			RETURNING message_seq, attempts, (SELECT id FROM message WHERE seq = message_seq),
+				(SELECT subject FROM message WHERE seq = message_seq), (SELECT body FROM message WHERE seq = message_seq)`,
+			worker, ts(at.Add(lease)), ts(at), max)
+		if err != nil {
 			return err
 		}
-		found = true
-		job.Worker = worker
-		return tx.QueryRowContext(ctx, `SELECT id, subject, body FROM message WHERE seq = ?`, job.Seq).Scan(&job.MessageID, &job.Subject, &job.Body)
+		defer rows.Close()
+		for rows.Next() {
+			job := mailroom.ConceptJob{Worker: worker}
+			if err := rows.Scan(&job.Seq, &job.Attempts, &job.MessageID, &job.Subject, &job.Body); err != nil {
+				return err
+			}
+			jobs = append(jobs, job)
+		}
+		return rows.Err()
 	})
-	return job, found, err
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(jobs, func(a, b mailroom.ConceptJob) int { return cmp.Compare(a.Seq, b.Seq) })
+	return jobs, nil
 }
 
 // holdsLease reports whether job's worker still holds its lease.
-func holdsLease(ctx context.Context, tx *sql.Tx, job mailroom.ConceptJob) error {
+func holdsLease(ctx context.Context, tx *ptx, job mailroom.ConceptJob) error {
 	var holder sql.NullString
 	err := tx.QueryRowContext(ctx, `SELECT locked_by FROM concept_job WHERE message_seq = ?`, job.Seq).Scan(&holder)
 	if isNoRows(err) || (err == nil && holder.String != job.Worker) {
@@ -49,32 +61,40 @@ func holdsLease(ctx context.Context, tx *sql.Tx, job mailroom.ConceptJob) error 
 	return err
 }
 
-// CompleteConceptJob stores a job's concepts and removes it.
-func (s *Store) CompleteConceptJob(ctx context.Context, job mailroom.ConceptJob, concepts []mailroom.Concept, source string, terms []string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if err := holdsLease(ctx, tx, job); err != nil {
-			return err
+// CompleteConceptJobs stores the results' concepts and removes their jobs.
+func (s *Store) CompleteConceptJobs(ctx context.Context, results []mailroom.ConceptResult) ([]mailroom.ConceptJob, error) {
+	var lost []mailroom.ConceptJob
+	err := s.writeBackground(ctx, func(tx *ptx) error {
+		lost = lost[:0]
+		for _, r := range results {
+			if err := holdsLease(ctx, tx, r.Job); mailroom.ErrorCode(err) == mailroom.ECONFLICT {
+				lost = append(lost, r.Job)
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := tagConcepts(ctx, tx, r.Job.Seq, r.Concepts, r.Source); err != nil {
+				return err
+			}
+			// One statement for all terms; DISTINCT counts a term once per message.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO concept_term (term, df)
+				SELECT DISTINCT value, 1 FROM json_each(?) WHERE true
+				ON CONFLICT (term) DO UPDATE SET df = df + 1`, jsonStrings(r.Terms)); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM concept_job WHERE message_seq = ?`, r.Job.Seq); err != nil {
+				return err
+			}
 		}
-		if err := tagConcepts(ctx, tx, job.Seq, concepts, source); err != nil {
-			return err
-		}
-		// One statement for all terms; DISTINCT counts a term once per message.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO concept_term (term, df)
-			SELECT DISTINCT value, 1 FROM json_each(?) WHERE true
-			ON CONFLICT (term) DO UPDATE SET df = df + 1`, jsonStrings(terms)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE concept_corpus SET docs = docs + 1 WHERE id = 1`); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM concept_job WHERE message_seq = ?`, job.Seq)
+		_, err := tx.ExecContext(ctx, `UPDATE concept_corpus SET docs = docs + ? WHERE id = 1`, len(results)-len(lost))
 		return err
 	})
+	return lost, err
 }
 
 // RetryConceptJob releases a job to run again later.
 func (s *Store) RetryConceptJob(ctx context.Context, job mailroom.ConceptJob, reason string, after time.Duration) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeBackground(ctx, func(tx *ptx) error {
 		if err := holdsLease(ctx, tx, job); err != nil {
 			return err
 		}
@@ -88,7 +108,7 @@ func (s *Store) RetryConceptJob(ctx context.Context, job mailroom.ConceptJob, re
 func (s *Store) DocFreq(ctx context.Context, terms []string) (map[string]int, int, error) {
 	df := make(map[string]int, len(terms))
 	total := 0
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *ptx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT docs FROM concept_corpus WHERE id = 1`).Scan(&total); err != nil {
 			return err
 		}
@@ -117,7 +137,7 @@ func (s *Store) Concepts(ctx context.Context, limit int) ([]mailroom.ConceptCoun
 		return nil, err
 	}
 	out := []mailroom.ConceptCount{}
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ func (s *Store) EnsureAgent(ctx context.Context, name string) (mailroom.Identity
 		return mailroom.Identity{}, err
 	}
 	var id mailroom.Identity
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *ptx) error {
 		var err error
 		id, err = ensureIdentity(ctx, tx, name, mailroom.KindAgent)
 		return err
@@ -27,7 +27,7 @@ func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind
 		return mailroom.Identity{}, err
 	}
 	var id mailroom.Identity
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *ptx) error {
 		var err error
 		id, err = ensureIdentity(ctx, tx, name, kind)
 		return err
@@ -35,7 +35,7 @@ func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind
 	return id, err
 }
 
-func ensureIdentity(ctx context.Context, tx *sql.Tx, name string, kind mailroom.Kind) (mailroom.Identity, error) {
+func ensureIdentity(ctx context.Context, tx *ptx, name string, kind mailroom.Kind) (mailroom.Identity, error) {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO identity (name, kind, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, kind, ts(now())); err != nil {
 		return mailroom.Identity{}, err
 	}
@@ -67,7 +67,7 @@ func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 	if err := mailroom.ValidateRole(role); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *ptx) error {
 		id, err := identityByName(ctx, tx, name)
 		if err != nil {
 			return err
@@ -82,7 +82,7 @@ func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 
 // AddToken stores a token digest for an identity.
 func (s *Store) AddToken(ctx context.Context, identityID int64, digest []byte) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *ptx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES (?, ?, ?)`, digest, identityID, ts(now()))
 		return err
 	})
@@ -101,7 +101,7 @@ func (s *Store) IdentityByToken(ctx context.Context, digest []byte) (mailroom.Id
 // rolesOf returns every role the caller holds: explicit grants plus the
 // implicit next-session roles. Read on every call: another process may have
 // granted one since.
-func rolesOf(ctx context.Context, tx *sql.Tx, me mailroom.Identity) ([]string, error) {
+func rolesOf(ctx context.Context, tx *ptx, me mailroom.Identity) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT role FROM role_grant WHERE identity_id = ?`, me.ID)
 	if err != nil {
 		return nil, err

@@ -88,7 +88,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		return mailroom.Page{}, err
 	}
 	page := mailroom.Page{Messages: []mailroom.Row{}}
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 }
 
 // watermark returns the id of the newest message in the caller's inbox.
-func watermark(ctx context.Context, tx *sql.Tx, me int64, roles string) (*string, error) {
+func watermark(ctx context.Context, tx *ptx, me int64, roles string) (*string, error) {
 	branches := inboxBranches("", "")
 	var id sql.NullString
 	err := tx.QueryRowContext(ctx, `SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (

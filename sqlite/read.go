@@ -19,7 +19,7 @@ type target struct {
 // resolve is the single-id authorisation path shared by every tool: it finds
 // the caller's own delivery of messageID (personal first, else a role they
 // hold) and answers NotFound for anything the caller may not see.
-func resolve(ctx context.Context, tx *sql.Tx, me mailroom.Identity, roles string, messageID string) (target, error) {
+func resolve(ctx context.Context, tx *ptx, me mailroom.Identity, roles string, messageID string) (target, error) {
 	var t target
 	if err := mailroom.ValidateMessageID("messageId", messageID); err != nil {
 		return t, err
@@ -38,7 +38,7 @@ func resolve(ctx context.Context, tx *sql.Tx, me mailroom.Identity, roles string
 }
 
 // resolveRecipient is resolve for recipient-only operations.
-func resolveRecipient(ctx context.Context, tx *sql.Tx, me mailroom.Identity, roles string, messageID string) (target, error) {
+func resolveRecipient(ctx context.Context, tx *ptx, me mailroom.Identity, roles string, messageID string) (target, error) {
 	t, err := resolve(ctx, tx, me, roles, messageID)
 	if err == nil && t.delivery == 0 {
 		return target{}, mailroom.NotRecipient(messageID)
@@ -53,7 +53,7 @@ func (s *Store) Get(ctx context.Context, messageID string) (mailroom.Message, er
 		return mailroom.Message{}, err
 	}
 	var m mailroom.Message
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ type extraScan struct {
 
 func (e extraScan) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
 
-func strings1(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+func strings1(ctx context.Context, tx *ptx, q string, args ...any) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func strings1(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string,
 	return out, rows.Err()
 }
 
-func conceptsOf(ctx context.Context, tx *sql.Tx, seq int64) ([]mailroom.Concept, error) {
+func conceptsOf(ctx context.Context, tx *ptx, seq int64) ([]mailroom.Concept, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name FROM message_concept mc JOIN concept c ON c.id = mc.concept_id WHERE mc.message_seq = ? ORDER BY mc.source <> 'caller', mc.rank, mc.concept_id`, seq)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 		return mailroom.ArchiveReceipt{}, err
 	}
 	var at string
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -178,7 +178,7 @@ type marker struct {
 	at   string
 }
 
-func (s *Store) newMarker(ctx context.Context, tx *sql.Tx, me mailroom.Identity) (*marker, error) {
+func (s *Store) newMarker(ctx context.Context, tx *ptx, me mailroom.Identity) (*marker, error) {
 	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id = ?3 AND read_at IS NULL`)
 	if err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 	if err != nil {
 		return fail(err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -265,7 +265,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	type item struct{ delivery, seq int64 }
 	var snap []item
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -316,7 +316,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		s.hooks.AfterSnapshot()
 	}
 	var marked []int64
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *ptx) error {
 		mk, err := s.newMarker(ctx, tx, me)
 		if err != nil {
 			return err
@@ -362,7 +362,7 @@ func jsonInts(list []int64) string {
 }
 
 // messageIDOf returns the id of the message seq, or "" if it cannot be read.
-func messageIDOf(ctx context.Context, tx *sql.Tx, seq int64) string {
+func messageIDOf(ctx context.Context, tx *ptx, seq int64) string {
 	var id string
 	tx.QueryRowContext(ctx, `SELECT id FROM message WHERE seq = ?`, seq).Scan(&id)
 	return id

@@ -18,7 +18,7 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 		return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
 	}
 	var r mailroom.SendReceipt
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *ptx) error {
 		var err error
 		r, err = send(ctx, tx, me, d)
 		return err
@@ -35,7 +35,7 @@ type personal struct {
 	via string
 }
 
-func send(ctx context.Context, tx *sql.Tx, me mailroom.Identity, d mailroom.Draft) (mailroom.SendReceipt, error) {
+func send(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) (mailroom.SendReceipt, error) {
 	// Resolve every address before writing anything.
 	var (
 		addrs     []string
@@ -186,7 +186,7 @@ func send(ctx context.Context, tx *sql.Tx, me mailroom.Identity, d mailroom.Draf
 	}, nil
 }
 
-func tagConcepts(ctx context.Context, tx *sql.Tx, seq int64, cs []mailroom.Concept, source string) error {
+func tagConcepts(ctx context.Context, tx *ptx, seq int64, cs []mailroom.Concept, source string) error {
 	for i, c := range cs {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO concept (id, name) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.Name); err != nil {
 			return err
@@ -200,7 +200,7 @@ func tagConcepts(ctx context.Context, tx *sql.Tx, seq int64, cs []mailroom.Conce
 
 // visibleMessage returns the seq and thread of a message the caller may see,
 // or NotFound.
-func visibleMessage(ctx context.Context, tx *sql.Tx, me mailroom.Identity, messageID string) (seq int64, thread string, err error) {
+func visibleMessage(ctx context.Context, tx *ptx, me mailroom.Identity, messageID string) (seq int64, thread string, err error) {
 	roles, err := rolesOf(ctx, tx, me)
 	if err != nil {
 		return 0, "", err

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailroom/mailroom"
@@ -61,7 +62,9 @@ type Store struct {
 	// a time anyway, and its busy handler waits by sleeping in growing
 	// steps, so many writers of one process contending inside SQLite starve
 	// each other; only other processes need the busy timeout.
-	wmu sync.Mutex
+	wmu       sync.Mutex
+	fgWaiting atomic.Int32 // foreground writers waiting for wmu
+	cache     stmtCache
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -75,7 +78,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{path: path, durable: path != Memory, log: opts.Logger}
+	s := &Store{path: path, durable: path != Memory, log: opts.Logger,
+		cache: stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}}}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -134,7 +138,10 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Durable() bool { return s.durable }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.cache.close()
+	return s.db.Close()
+}
 
 // migrate applies the embedded migrations not yet recorded, each in its own
 // immediate transaction, so concurrent first starts apply each once.
@@ -153,7 +160,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.write(ctx, func(tx *ptx) error {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
 				return err
 			}
@@ -161,7 +168,8 @@ func (s *Store) migrate(ctx context.Context) error {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migration WHERE version = ?`, version).Scan(&n); err != nil || n > 0 {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			// Bypass the statement cache: a migration is many statements.
+			if _, err := tx.Tx.ExecContext(ctx, string(body)); err != nil {
 				return fmt.Errorf("migration %s: %w", name, err)
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, applied_at) VALUES (?, ?)`, version, ts(now()))
@@ -175,15 +183,45 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // write runs fn in an immediate transaction and commits it.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
+	defer s.cache.prepareWanted(ctx, s.db)
+	s.fgWaiting.Add(1)
 	s.wmu.Lock()
+	s.fgWaiting.Add(-1)
 	defer s.wmu.Unlock()
+	return s.inTx(ctx, fn)
+}
+
+// writeBackground is write for work no caller waits on (the concept
+// queue): it takes the lock only while no foreground writer is waiting, so
+// a send never queues behind it for more than one short transaction.
+func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) error {
+	defer s.cache.prepareWanted(ctx, s.db)
+	for {
+		s.wmu.Lock()
+		if s.fgWaiting.Load() == 0 {
+			break
+		}
+		s.wmu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	defer s.wmu.Unlock()
+	return s.inTx(ctx, fn)
+}
+
+// inTx runs fn in an immediate transaction and commits it; the caller holds
+// wmu.
+func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(&ptx{Tx: tx, c: &s.cache}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -194,13 +232,14 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // read runs fn in a read-only (deferred) transaction: one consistent snapshot
 // that never blocks writers.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) read(ctx context.Context, fn func(tx *ptx) error) error {
+	defer s.cache.prepareWanted(ctx, s.db)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(tx)
+	return fn(&ptx{Tx: tx, c: &s.cache})
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z"

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
 	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
 	t.Run("ConceptQueue", func(t *testing.T) { testConceptQueue(t, open(t)) })
+	t.Run("ConceptBatch", func(t *testing.T) { testConceptBatch(t, open(t)) })
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 }
 
@@ -517,6 +518,24 @@ func testConcurrentSends(t *testing.T, s mailroom.Store) {
 	}
 }
 
+// claim1 claims at most one job.
+func claim1(s mailroom.Store, worker string, lease time.Duration) (mailroom.ConceptJob, bool, error) {
+	jobs, err := s.ClaimConceptJobs(context.Background(), worker, lease, 1)
+	if err != nil || len(jobs) == 0 {
+		return mailroom.ConceptJob{}, false, err
+	}
+	return jobs[0], true, nil
+}
+
+// complete1 completes one job; a lost lease is ECONFLICT.
+func complete1(s mailroom.Store, job mailroom.ConceptJob, cs []mailroom.Concept, terms []string) error {
+	lost, err := s.CompleteConceptJobs(context.Background(), []mailroom.ConceptResult{{Job: job, Concepts: cs, Source: "embedded", Terms: terms}})
+	if err == nil && len(lost) > 0 {
+		return mailroom.Errorf(mailroom.ECONFLICT, "lease lost")
+	}
+	return err
+}
+
 func testConceptQueue(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
 	a := e.send("alice", "@bob")
@@ -524,28 +543,28 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	ctx := e.ctx
 
 	// A worker that dies mid-job: its lease runs out and the job is due again.
-	j1, ok, err := s.ClaimConceptJob(ctx, "w1", 50*time.Millisecond)
+	j1, ok, err := claim1(s, "w1", 50*time.Millisecond)
 	if err != nil || !ok || j1.MessageID != a.MessageID || j1.Attempts != 1 || j1.Body == "" {
 		t.Fatalf("first claim: %+v %v %v", j1, ok, err)
 	}
-	j2, ok, err := s.ClaimConceptJob(ctx, "w2", time.Minute)
+	j2, ok, err := claim1(s, "w2", time.Minute)
 	if err != nil || !ok || j2.MessageID != b.MessageID {
 		t.Fatalf("second claim skips a leased job: %+v %v %v", j2, ok, err)
 	}
-	if _, ok, _ := s.ClaimConceptJob(ctx, "w3", time.Minute); ok {
+	if _, ok, _ := claim1(s, "w3", time.Minute); ok {
 		t.Fatal("a third claim found a job while both are leased")
 	}
 	time.Sleep(60 * time.Millisecond)
-	j1b, ok, err := s.ClaimConceptJob(ctx, "w3", time.Minute)
+	j1b, ok, err := claim1(s, "w3", time.Minute)
 	if err != nil || !ok || j1b.MessageID != a.MessageID || j1b.Attempts != 2 {
 		t.Fatalf("expired lease not reclaimed: %+v %v %v", j1b, ok, err)
 	}
 	// The dead worker comes back: its completion is refused, so the job is done once.
-	if err := s.CompleteConceptJob(ctx, j1, []mailroom.Concept{{ID: "CONCEPT:stale", Name: "stale"}}, "embedded", nil); mailroom.ErrorCode(err) != mailroom.ECONFLICT {
+	if err := complete1(s, j1, []mailroom.Concept{{ID: "CONCEPT:stale", Name: "stale"}}, nil); mailroom.ErrorCode(err) != mailroom.ECONFLICT {
 		t.Fatalf("a lost lease completed: %v", err)
 	}
 	wal := mailroom.Concept{ID: "CONCEPT:wal-migration", Name: "WAL migration"}
-	if err := s.CompleteConceptJob(ctx, j1b, []mailroom.Concept{wal}, "embedded", []string{"wal", "migration", "wal"}); err != nil {
+	if err := complete1(s, j1b, []mailroom.Concept{wal}, []string{"wal", "migration", "wal"}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := s.Get(e.as("bob"), a.MessageID)
@@ -560,18 +579,18 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	if err := s.RetryConceptJob(ctx, j2, "model unreachable", 30*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.ClaimConceptJob(ctx, "w4", time.Minute); ok {
+	if _, ok, _ := claim1(s, "w4", time.Minute); ok {
 		t.Fatal("a job was due before its backoff")
 	}
 	time.Sleep(40 * time.Millisecond)
-	j2b, ok, err := s.ClaimConceptJob(ctx, "w4", time.Minute)
+	j2b, ok, err := claim1(s, "w4", time.Minute)
 	if err != nil || !ok || j2b.MessageID != b.MessageID || j2b.Attempts != 2 {
 		t.Fatalf("retry: %+v %v %v", j2b, ok, err)
 	}
-	if err := s.CompleteConceptJob(ctx, j2b, nil, "embedded", nil); err != nil {
+	if err := complete1(s, j2b, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.ClaimConceptJob(ctx, "w5", time.Minute); ok {
+	if _, ok, _ := claim1(s, "w5", time.Minute); ok {
 		t.Fatal("the queue is not empty after every job completed")
 	}
 	wantIDs(t, "filter by an extracted concept", ids(e.list("bob", mailroom.ListInput{TaggedConcepts: []string{"wal migration"}})), a.MessageID)
@@ -601,5 +620,44 @@ func testConceptListing(t *testing.T, s mailroom.Store) {
 	got, _ = s.Concepts(e.as("alice"), 10)
 	if len(got) != 3 {
 		t.Fatalf("alice sees her sent and received concepts: %+v", got)
+	}
+}
+
+func testConceptBatch(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	var sent []string
+	for range 5 {
+		sent = append(sent, e.send("alice", "@bob").MessageID)
+	}
+	jobs, err := s.ClaimConceptJobs(e.ctx, "w", time.Minute, 3)
+	if err != nil || len(jobs) != 3 || jobs[0].MessageID != sent[0] || jobs[2].MessageID != sent[2] {
+		t.Fatalf("a batch of 3, oldest first: %+v %v", jobs, err)
+	}
+	rest, err := s.ClaimConceptJobs(e.ctx, "w2", time.Minute, 10)
+	if err != nil || len(rest) != 2 {
+		t.Fatalf("the rest: %+v %v", rest, err)
+	}
+	stolen := jobs[1]
+	stolen.Worker = "someone-else"
+	var results []mailroom.ConceptResult
+	for i, j := range jobs {
+		if i == 1 {
+			j = stolen
+		}
+		results = append(results, mailroom.ConceptResult{Job: j, Concepts: []mailroom.Concept{{ID: "CONCEPT:x", Name: "x"}}, Source: "embedded", Terms: []string{"x"}})
+	}
+	lost, err := s.CompleteConceptJobs(e.ctx, results)
+	if err != nil || len(lost) != 1 || lost[0].MessageID != sent[1] {
+		t.Fatalf("one lease lost: %+v %v", lost, err)
+	}
+	df, total, _ := s.DocFreq(e.ctx, []string{"x"})
+	if total != 2 || df["x"] != 2 {
+		t.Fatalf("docfreq counts the two completed: %v %d", df, total)
+	}
+	for i, id := range sent[:3] {
+		m, _ := s.Get(e.as("bob"), id)
+		if got := len(m.TaggedConcepts); (i == 1) != (got == 0) {
+			t.Fatalf("message %d has %d concepts", i, got)
+		}
 	}
 }

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// maxCachedStmts bounds the statement cache: the store's fixed queries fit
+// many times over, and listings with unusual filter mixes run unprepared.
+const maxCachedStmts = 256
+
+// stmtCache keeps the store's statements prepared, so a send does not parse
+// and plan a dozen statements each time. database/sql keeps one prepared copy
+// per connection under each *sql.Stmt.
+type stmtCache struct {
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt
+	wanted map[string]bool // seen in a transaction, prepared after it
+}
+
+// ptx is a transaction whose statements come from the cache. A statement
+// not yet cached runs as is and is prepared once the transaction ends: an
+// in-memory store has a single connection, which the transaction holds.
+type ptx struct {
+	*sql.Tx
+	c *stmtCache
+}
+
+func (t *ptx) stmt(ctx context.Context, query string) *sql.Stmt {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if st, ok := t.c.stmts[query]; ok {
+		return t.Tx.StmtContext(ctx, st)
+	}
+	if len(t.c.stmts)+len(t.c.wanted) < maxCachedStmts {
+		t.c.wanted[query] = true
+	}
+	return nil
+}
+
+// ExecContext runs query through its prepared statement when there is one.
+func (t *ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryRowContext runs query through its prepared statement when there is one.
+func (t *ptx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// QueryContext runs query through its prepared statement when there is one.
+func (t *ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+// prepareWanted prepares the statements transactions asked for. It runs
+// outside any transaction, so it can always get a connection.
+func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
+	c.mu.Lock()
+	var todo []string
+	for q := range c.wanted {
+		todo = append(todo, q)
+	}
+	clear(c.wanted)
+	c.mu.Unlock()
+	for _, q := range todo {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // it runs unprepared next time too; its own error shows there
+		}
+		c.mu.Lock()
+		if _, dup := c.stmts[q]; dup {
+			st.Close()
+		} else {
+			c.stmts[q] = st
+		}
+		c.mu.Unlock()
+	}
+}
+
+// close closes every cached statement.
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	clear(c.stmts)
+}
