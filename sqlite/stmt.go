@@ -29,14 +29,15 @@ type ptx struct {
 
 func (t *ptx) stmt(ctx context.Context, query string) *sql.Stmt {
 	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if st, ok := t.c.stmts[query]; ok {
-		return t.Tx.StmtContext(ctx, st)
-	}
-	if len(t.c.stmts)+len(t.c.wanted) < maxCachedStmts {
+	st, ok := t.c.stmts[query]
+	if !ok && len(t.c.stmts)+len(t.c.wanted) < maxCachedStmts {
 		t.c.wanted[query] = true
 	}
-	return nil
+	t.c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return t.Tx.StmtContext(ctx, st)
 }
 
 // ExecContext runs query through its prepared statement when there is one.
