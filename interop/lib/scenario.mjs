@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { AGENTS, HUMAN, closeWorld, createWorld, runCli } from './harness.mjs';
 import { STRINGIFIED_ACCEPTED, declaredArrayArgs } from './profiles.mjs';
 
-const TOOLS = ['add_message', 'list_messages', 'get_message', 'archive_message', 'mark_read'];
+const TOOLS = ['add_message', 'list_messages', 'get_message', 'archive_message', 'mark_read', 'list_concepts'];
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
 const FAKE = 'MESSAGE:01J0000000000000000000FAKE';
 
@@ -279,6 +279,24 @@ export function scenario(transport, profileName, { env = {} } = {}) {
       assert.ok(ids(both).includes(m.d1.messageId), 'concept search by id and text');
       assert.ok(!ids(both).includes(m.m3.messageId), 'every tag must match');
       assert.deepEqual(ids(await inbox(bob, { taggedConcepts: ['CONCEPT:rollout-plan', 'no-such-concept-xyz'] })), []);
+    });
+
+    it('concepts: the extractor tags every message off the send path; list_concepts counts them', async () => {
+      // m1 carried no caller concepts: whatever it has came from the server's extractor.
+      const tagged = await waitFor(async () => {
+        const g = await bob.ok('get_message', { messageId: m.m1.messageId });
+        return g.taggedConcepts.length > 0 && g;
+      }, 'extracted concepts on a message sent without any');
+      for (const c of tagged.taggedConcepts) assert.match(c.id, /^CONCEPT:[\p{Ll}\p{N}]+(-[\p{Ll}\p{N}]+)*$/u, `concept id ${c.id}`);
+      const { concepts } = await bob.ok('list_concepts', {});
+      const byId = Object.fromEntries(concepts.map((c) => [c.id, c]));
+      assert.ok(byId['CONCEPT:schema-migration']?.count >= 1, `list_concepts: ${JSON.stringify(concepts)}`);
+      assert.ok(byId[tagged.taggedConcepts[0].id], 'an extracted concept is listed');
+      for (let i = 1; i < concepts.length; i++) assert.ok(concepts[i - 1].count >= concepts[i].count, 'most frequent first');
+      // mallory sees none of bob's mail, so none of its concepts.
+      const outsider = await mallory.ok('list_concepts', {});
+      assert.ok(!outsider.concepts.some((c) => c.id === 'CONCEPT:schema-migration'), 'concepts leak to an outsider');
+      await bob.fails('list_concepts', { limit: 0 }, 'limit must be between 1 and 500 (got 0)');
     });
 
     it('pagination and list validation', async () => {
