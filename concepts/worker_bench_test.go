@@ -31,6 +31,16 @@ func benchStore(b *testing.B) (*sqlite.Store, context.Context) {
 	return s, mailroom.WithCaller(ctx, alice)
 }
 
+// startWorker runs an embedded-extractor worker on s until the benchmark ends.
+func startWorker(b *testing.B, s *sqlite.Store) *concepts.Worker {
+	w := concepts.NewWorker(s, concepts.NewEmbedded(s), concepts.WorkerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
 func benchDraft(b *testing.B, body string) mailroom.Draft {
 	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "Handoff: WAL checkpoint tuning", Body: body}.Draft(0)
 	if err != nil {
@@ -57,11 +67,7 @@ func BenchmarkSendWithExtractor(b *testing.B) {
 			d := benchDraft(b, tc.body)
 			var w *concepts.Worker
 			if on {
-				w = concepts.NewWorker(s, concepts.NewEmbedded(s), concepts.WorkerOptions{})
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { defer close(done); w.Run(ctx) }()
-				defer func() { cancel(); <-done }()
+				w = startWorker(b, s)
 			}
 			b.ResetTimer()
 			for b.Loop() {
@@ -122,11 +128,7 @@ func BenchmarkSendLatency(b *testing.B) {
 			d := benchDraft(b, benchBody)
 			var w *concepts.Worker
 			if on {
-				w = concepts.NewWorker(s, concepts.NewEmbedded(s), concepts.WorkerOptions{})
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { defer close(done); w.Run(ctx) }()
-				defer func() { cancel(); <-done }()
+				w = startWorker(b, s)
 			}
 			var lat []time.Duration
 			tick := time.NewTicker(2 * time.Millisecond)
