@@ -131,7 +131,7 @@ func TestWorkerResumesAfterCrash(t *testing.T) {
 	e := newWorkerEnv(t)
 	id := e.send(t, "Flaky integration test", "The payments integration test flakes on CI because of a shared port.")
 	ctx := context.Background()
-	jobs, err := e.s.ClaimConceptJobs(ctx, "crashed-worker", 30*time.Millisecond, 1)
+	jobs, err := e.s.ClaimConceptJobs(ctx, "crashed-worker", 500*time.Millisecond, 1)
 	if err != nil || len(jobs) != 1 || jobs[0].MessageID != id {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
@@ -141,7 +141,7 @@ func TestWorkerResumesAfterCrash(t *testing.T) {
 	if worked, err := w.Step(ctx); worked || err != nil {
 		t.Fatalf("took a leased job: %v %v", worked, err)
 	}
-	time.Sleep(40 * time.Millisecond)
+	time.Sleep(550 * time.Millisecond)
 	if worked, err := w.Step(ctx); !worked || err != nil {
 		t.Fatalf("did not resume the abandoned job: %v %v", worked, err)
 	}

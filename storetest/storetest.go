@@ -543,7 +543,7 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	ctx := e.ctx
 
 	// A worker that dies mid-job: its lease runs out and the job is due again.
-	j1, ok, err := claim1(s, "w1", 50*time.Millisecond)
+	j1, ok, err := claim1(s, "w1", 500*time.Millisecond)
 	if err != nil || !ok || j1.MessageID != a.MessageID || j1.Attempts != 1 || j1.Body == "" {
 		t.Fatalf("first claim: %+v %v %v", j1, ok, err)
 	}
@@ -554,7 +554,7 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	if _, ok, _ := claim1(s, "w3", time.Minute); ok {
 		t.Fatal("a third claim found a job while both are leased")
 	}
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(550 * time.Millisecond)
 	j1b, ok, err := claim1(s, "w3", time.Minute)
 	if err != nil || !ok || j1b.MessageID != a.MessageID || j1b.Attempts != 2 {
 		t.Fatalf("expired lease not reclaimed: %+v %v %v", j1b, ok, err)
@@ -576,13 +576,13 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 		t.Fatalf("docfreq %v %d %v", df, total, err)
 	}
 	// A failed attempt is retried later, not lost.
-	if err := s.RetryConceptJob(ctx, j2, "model unreachable", 30*time.Millisecond); err != nil {
+	if err := s.RetryConceptJob(ctx, j2, "model unreachable", 500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := claim1(s, "w4", time.Minute); ok {
 		t.Fatal("a job was due before its backoff")
 	}
-	time.Sleep(40 * time.Millisecond)
+	time.Sleep(550 * time.Millisecond)
 	j2b, ok, err := claim1(s, "w4", time.Minute)
 	if err != nil || !ok || j2b.MessageID != b.MessageID || j2b.Attempts != 2 {
 		t.Fatalf("retry: %+v %v %v", j2b, ok, err)
