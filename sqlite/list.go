@@ -123,6 +123,16 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.To == "@me" {
 			f.To = me.Address() // rows hold resolved addresses
 		}
+		if name, kind, err := mailroom.ParseIdentityRef(f.To); f.To != "" && err == nil && name != "" {
+			// Like from, an identity that does not exist is a mistake to
+			// report, not an empty inbox; roles may be addressed before
+			// anyone holds them.
+			if id, err := identityByName(ctx, tx, name); mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != kind) {
+				return mailroom.Errorf(mailroom.EINVALID, "to: unknown identity %s", f.To)
+			} else if err != nil {
+				return err
+			}
+		}
 		if f.To != "" {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(f.To) + `)`
 		}

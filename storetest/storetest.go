@@ -369,6 +369,11 @@ func testListFilters(t *testing.T, s mailroom.Store) {
 	if _, err := s.List(e.as("carol"), f); mailroom.ErrorCode(err) != mailroom.EINVALID {
 		t.Fatalf("unknown from: %v", err)
 	}
+	f, _ = mailroom.ListInput{To: "@nobody"}.Filter()
+	if _, err := s.List(e.as("carol"), f); err == nil || err.Error() != "to: unknown identity @nobody" {
+		t.Fatalf("unknown to: %v", err)
+	}
+	wantIDs(t, "to a role nobody holds", ids(e.list("carol", mailroom.ListInput{To: "role:nobody-holds-this"})))
 	if _, err := s.Archive(e.as("carol"), wal.MessageID); err != nil {
 		t.Fatal(err)
 	}
