@@ -80,6 +80,13 @@ type Extractor interface {
 	Name() string
 }
 
+// Sourced is an Extractor that may hand a document to another extractor
+// (a fallback) and says which one answered.
+type Sourced interface {
+	Extractor
+	ExtractFrom(ctx context.Context, doc Document) (concepts []mailroom.Concept, source string, err error)
+}
+
 // Terms returns the candidate terms and phrases of doc, sorted and without
 // duplicates: the keys the embedded extractor passes to Stats.DocFreq. A
 // store records them when it processes a message so that later extractions

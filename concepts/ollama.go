@@ -103,17 +103,25 @@ func (o *Ollama) Name() string { return "ollama:" + o.model }
 // the fallback's concepts; it returns an error only when ctx itself is done
 // or the fallback fails.
 func (o *Ollama) Extract(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
+	cs, _, err := o.ExtractFrom(ctx, doc)
+	return cs, err
+}
+
+// ExtractFrom implements Sourced: it says whether the model or the fallback
+// answered, so tags record where they came from.
+func (o *Ollama) ExtractFrom(ctx context.Context, doc Document) ([]mailroom.Concept, string, error) {
 	got, err := o.ask(ctx, doc)
 	if err == nil {
-		return got, nil
+		return got, o.Name(), nil
 	}
 	if ctx.Err() != nil {
 		// The caller gave up (shutdown): not the model's failure.
-		return nil, ctx.Err()
+		return nil, "", ctx.Err()
 	}
 	o.logger.LogAttrs(ctx, slog.LevelWarn, "concepts: ollama extraction failed; using fallback",
 		slog.String("model", o.model), slog.String("fallback", o.fallback.Name()), slog.String("reason", err.Error()))
-	return o.fallback.Extract(ctx, doc)
+	cs, err := o.fallback.Extract(ctx, doc)
+	return cs, o.fallback.Name(), err
 }
 
 // chatRequest is the body of POST /api/chat.

@@ -390,3 +390,22 @@ func TestParseAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestOllamaSaysWhichExtractorAnswered(t *testing.T) {
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ollamaReply(w, `{"concepts":["refund retries"]}`)
+	}))
+	defer good.Close()
+	o, _, _ := newTestOllama(t, good.URL, time.Second)
+	if _, source, err := o.ExtractFrom(context.Background(), testDoc); err != nil || source != "ollama:gemma3:1b" {
+		t.Fatalf("model answer: source %q, err %v", source, err)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ollamaReply(w, `not json`)
+	}))
+	defer bad.Close()
+	o, _, _ = newTestOllama(t, bad.URL, time.Second)
+	if _, source, err := o.ExtractFrom(context.Background(), testDoc); err != nil || source != "stub" {
+		t.Fatalf("fallback answer: source %q, err %v", source, err)
+	}
+}

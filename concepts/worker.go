@@ -126,9 +126,9 @@ func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
 	results := make([]mailroom.ConceptResult, 0, len(jobs))
 	for i, job := range jobs {
 		doc := Document{Subject: job.Subject, Body: job.Body}
-		cs, xerr := w.x.Extract(ctx, doc)
+		cs, source, xerr := w.extract(ctx, doc)
 		if xerr == nil {
-			results = append(results, mailroom.ConceptResult{Job: job, Concepts: cs, Source: w.x.Name(), Terms: Terms(doc)})
+			results = append(results, mailroom.ConceptResult{Job: job, Concepts: cs, Source: source, Terms: Terms(doc)})
 			continue
 		}
 		if ctx.Err() != nil {
@@ -149,6 +149,15 @@ func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
 		}
 	}
 	return true, w.complete(ctx, results)
+}
+
+// extract runs the extractor and names the one that answered.
+func (w *Worker) extract(ctx context.Context, doc Document) ([]mailroom.Concept, string, error) {
+	if s, ok := w.x.(Sourced); ok {
+		return s.ExtractFrom(ctx, doc)
+	}
+	cs, err := w.x.Extract(ctx, doc)
+	return cs, w.x.Name(), err
 }
 
 // completeChunk bounds one completion transaction, so a send that arrives
