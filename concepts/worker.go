@@ -2,6 +2,7 @@ package concepts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -119,12 +120,28 @@ func (w *Worker) Run(ctx context.Context) error {
 // Step claims and processes one batch of jobs. worked is false when none
 // was due.
 func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
+	claimed := time.Now()
 	jobs, err := w.q.ClaimConceptJobs(ctx, w.opts.Name, w.opts.Lease, w.opts.Batch)
 	if err != nil || len(jobs) == 0 {
 		return false, err
 	}
+	// Whatever happens below, finished work is stored and unfinished jobs
+	// are handed back at once, even while shutting down.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	results := make([]mailroom.ConceptResult, 0, len(jobs))
+	handBack := func(rest []mailroom.ConceptJob, reason string) {
+		for _, j := range rest {
+			w.q.RetryConceptJob(sctx, j, reason, 0)
+		}
+	}
 	for i, job := range jobs {
+		// The batch shares one lease: hand the rest back before it can
+		// run out, so no other worker takes a job this one still holds.
+		if time.Since(claimed) > w.opts.Lease/2 {
+			handBack(jobs[i:], "lease half spent")
+			break
+		}
 		doc := Document{Subject: job.Subject, Body: job.Body}
 		cs, source, xerr := w.extract(ctx, doc)
 		if xerr == nil {
@@ -132,23 +149,17 @@ func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
 			continue
 		}
 		if ctx.Err() != nil {
-			// Shutting down: hand the unfinished jobs back now rather than
-			// leave them leased until the lease runs out, and keep what
-			// is done.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			for _, j := range jobs[i:] {
-				w.q.RetryConceptJob(rctx, j, "worker stopped", 0)
-			}
-			return true, w.complete(rctx, results)
+			handBack(jobs[i:], "worker stopped")
+			break
 		}
 		delay := w.backoff(job.Attempts)
 		w.opts.Logger.Warn("concept extraction failed; will retry", "message", job.MessageID, "attempt", job.Attempts, "retryIn", delay, "err", xerr)
-		if err := w.q.RetryConceptJob(ctx, job, xerr.Error(), delay); err != nil && mailroom.ErrorCode(err) != mailroom.ECONFLICT {
-			return true, err
+		if err := w.q.RetryConceptJob(sctx, job, xerr.Error(), delay); err != nil && mailroom.ErrorCode(err) != mailroom.ECONFLICT {
+			handBack(jobs[i+1:], "worker error")
+			return true, errors.Join(err, w.complete(sctx, results))
 		}
 	}
-	return true, w.complete(ctx, results)
+	return true, w.complete(sctx, results)
 }
 
 // extract runs the extractor and names the one that answered.

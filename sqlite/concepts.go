@@ -12,6 +12,9 @@ import (
 
 // ClaimConceptJobs leases up to max due extraction jobs to worker.
 func (s *Store) ClaimConceptJobs(ctx context.Context, worker string, lease time.Duration, max int) ([]mailroom.ConceptJob, error) {
+	if max < 1 {
+		max = 1 // SQLite reads a negative LIMIT as none
+	}
 	// An idle queue is the usual case: look with a read before taking the
 	// write lock that senders need.
 	var due int

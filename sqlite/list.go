@@ -164,14 +164,16 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		for _, p := range parts {
 			count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 		}
-		if err := tx.QueryRowContext(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
+		// The count and page queries vary with the filters: run them
+		// unprepared rather than fill the statement cache with them.
+		if err := tx.Tx.QueryRowContext(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
 			return err
 		}
 		if f.Offset < page.TotalCount {
 			lim, off := param(f.Limit), param(f.Offset)
 			q := `SELECT ` + rowColumns + ` FROM (` + strings.Join(parts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
-			rows, err := tx.QueryContext(ctx, q, args...)
+			rows, err := tx.Tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 
 	"github.com/mailroom/mailroom"
@@ -327,7 +328,8 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		for _, it := range snap {
 			id := func() string { return messageIDOf(ctx, tx, it.seq) }
 			if err := mk.mark(ctx, it.delivery, id); err != nil {
-				rc.Failures = append(rc.Failures, mailroom.Failure{MessageID: id(), Error: markFailure(s, id(), err).Error})
+				failed := id()
+				rc.Failures = append(rc.Failures, mailroom.Failure{MessageID: failed, Error: markFailure(s, failed, err).Error})
 				continue
 			}
 			marked = append(marked, it.delivery)
@@ -361,9 +363,12 @@ func jsonInts(list []int64) string {
 	return string(append(b, ']'))
 }
 
-// messageIDOf returns the id of the message seq, or "" if it cannot be read.
+// messageIDOf returns the id of the message seq. If storage cannot say,
+// it names the message by its seq, so a failure row still identifies it.
 func messageIDOf(ctx context.Context, tx *ptx, seq int64) string {
 	var id string
-	tx.QueryRowContext(ctx, `SELECT id FROM message WHERE seq = ?`, seq).Scan(&id)
+	if err := tx.QueryRowContext(ctx, `SELECT id FROM message WHERE seq = ?`, seq).Scan(&id); err != nil {
+		return fmt.Sprintf("MESSAGE(seq %d, id unreadable: %v)", seq, err)
+	}
 	return id
 }

@@ -193,13 +193,14 @@ func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
 }
 
 // writeBackground is write for work no caller waits on (the concept
-// queue): it takes the lock only while no foreground writer is waiting, so
-// a send never queues behind it for more than one short transaction.
+// queue): it lets waiting foreground writers go first, for up to 50 ms, so
+// a send rarely queues behind it and the queue still moves under load.
 func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) error {
 	defer s.cache.prepareWanted(ctx, s.db)
+	giveUp := time.Now().Add(50 * time.Millisecond)
 	for {
 		s.wmu.Lock()
-		if s.fgWaiting.Load() == 0 {
+		if s.fgWaiting.Load() == 0 || time.Now().After(giveUp) {
 			break
 		}
 		s.wmu.Unlock()

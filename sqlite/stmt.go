@@ -24,10 +24,17 @@ type stmtCache struct {
 // in-memory store has a single connection, which the transaction holds.
 type ptx struct {
 	*sql.Tx
-	c *stmtCache
+	c     *stmtCache
+	local map[string]*sql.Stmt // this transaction's copies, made once each
 }
 
+// stmt returns the transaction's prepared statement for query, or nil.
+// One statement serves every use of its query in the transaction, so no
+// caller may run a query again while iterating that query's own rows.
 func (t *ptx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := t.local[query]; ok {
+		return st
+	}
 	t.c.mu.Lock()
 	st, ok := t.c.stmts[query]
 	if !ok && len(t.c.stmts)+len(t.c.wanted) < maxCachedStmts {
@@ -37,7 +44,11 @@ func (t *ptx) stmt(ctx context.Context, query string) *sql.Stmt {
 	if !ok {
 		return nil
 	}
-	return t.Tx.StmtContext(ctx, st)
+	if t.local == nil {
+		t.local = map[string]*sql.Stmt{}
+	}
+	t.local[query] = t.Tx.StmtContext(ctx, st)
+	return t.local[query]
 }
 
 // ExecContext runs query through its prepared statement when there is one.
