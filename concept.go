@@ -109,6 +109,9 @@ type ConceptStore interface {
 	// removes its job. A job whose lease was lost is left to its new owner
 	// and returned in lost.
 	CompleteConceptJobs(ctx context.Context, results []ConceptResult) (lost []ConceptJob, err error)
+	// PendingConceptJobs counts the jobs not yet completed, leased or not:
+	// the extraction backlog.
+	PendingConceptJobs(ctx context.Context) (int, error)
 	// RetryConceptJob releases job to run again after the delay.
 	RetryConceptJob(ctx context.Context, job ConceptJob, reason string, after time.Duration) error
 	// DocFreq returns how many processed messages contain each term, and
@@ -117,4 +120,21 @@ type ConceptStore interface {
 	// Concepts lists the concepts of the caller's visible mail, most used
 	// first, at most limit.
 	Concepts(ctx context.Context, limit int) ([]ConceptCount, error)
+}
+
+// Concept listing limits.
+const (
+	DefaultConceptLimit = 100
+	MaxConceptLimit     = 500
+)
+
+// ConceptLimit validates list_concepts' limit; nil means the default.
+func ConceptLimit(limit *int) (int, error) {
+	if limit == nil {
+		return DefaultConceptLimit, nil
+	}
+	if *limit < 1 || *limit > MaxConceptLimit {
+		return 0, Errorf(EINVALID, "limit must be between 1 and %d (got %d)", MaxConceptLimit, *limit)
+	}
+	return *limit, nil
 }

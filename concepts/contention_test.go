@@ -47,26 +47,6 @@ func TestQueueMovesUnderSustainedSends(t *testing.T) {
 	}
 }
 
-// slow is an extractor that takes d per message and counts calls.
-type slow struct {
-	concepts.Extractor
-	d     time.Duration
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (s *slow) Extract(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, error) {
-	s.mu.Lock()
-	s.calls[doc.Subject]++
-	s.mu.Unlock()
-	select {
-	case <-time.After(s.d):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return s.Extractor.Extract(ctx, doc)
-}
-
 // A batch shares one lease; when working through it would outlast the
 // lease, the rest is handed back rather than taken by another process's
 // worker mid-batch, so each message is still extracted once.
@@ -76,33 +56,6 @@ func TestSlowBatchesAreExtractedOnce(t *testing.T) {
 	for i := range n {
 		e.send(t, fmt.Sprintf("subject-%d", i), "Release checklist for the gateway rollout.")
 	}
-	x := &slow{Extractor: concepts.NewEmbedded(nil), d: 100 * time.Millisecond, calls: map[string]int{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := range 2 {
-		w := concepts.NewWorker(e.s, x, concepts.WorkerOptions{Name: fmt.Sprint("w", i), Lease: time.Second, Poll: 20 * time.Millisecond})
-		wg.Add(1)
-		go func() { defer wg.Done(); w.Run(ctx) }()
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		left, _ := e.s.ClaimConceptJobs(context.Background(), "probe", time.Nanosecond, n)
-		x.mu.Lock()
-		got := len(x.calls)
-		x.mu.Unlock()
-		if len(left) == 0 && got == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs left, %d extracted", len(left), got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	for s, c := range x.calls {
-		if c != 1 {
-			t.Errorf("%s extracted %d times", s, c)
-		}
-	}
+	x := &counting{Extractor: concepts.NewEmbedded(nil), delay: 100 * time.Millisecond, calls: map[string]int{}}
+	runUntilDone(t, e, x, n, 2, concepts.WorkerOptions{Lease: time.Second, Poll: 20 * time.Millisecond})
 }

@@ -3,6 +3,7 @@ package concepts_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -56,12 +57,60 @@ func (e workerEnv) concepts(t *testing.T, id string) []mailroom.Concept {
 	return m.TaggedConcepts
 }
 
+func (e workerEnv) jobsLeft(t *testing.T) int {
+	t.Helper()
+	n, err := e.s.PendingConceptJobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // counting wraps an extractor and counts calls per subject.
 type counting struct {
 	concepts.Extractor
 	mu    sync.Mutex
 	calls map[string]int
-	fail  atomic.Int32 // fail this many calls first
+	fail  atomic.Int32  // fail this many calls first
+	delay time.Duration // how long each call takes, like a model would
+}
+
+func (c *counting) extracted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
+
+// runUntilDone runs workers with opts over e's queue until all n messages
+// were extracted and no job is left, then stops them and requires that
+// each message was extracted exactly once.
+func runUntilDone(t *testing.T, e workerEnv, x *counting, n, workers int, opts concepts.WorkerOptions) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range workers {
+		o := opts
+		o.Name = fmt.Sprint("w", i)
+		w := concepts.NewWorker(e.s, x, o)
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(ctx) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for x.extracted() < n || e.jobsLeft(t) > 0 {
+		if time.Now().After(deadline) {
+			cancel()
+			wg.Wait()
+			t.Fatalf("%d of %d extracted, %d jobs left", x.extracted(), n, e.jobsLeft(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for subject, c := range x.calls {
+		if c != 1 {
+			t.Errorf("%s extracted %d times", subject, c)
+		}
+	}
 }
 
 func (c *counting) Extract(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, error) {
@@ -70,6 +119,11 @@ func (c *counting) Extract(ctx context.Context, doc concepts.Document) ([]mailro
 	c.mu.Unlock()
 	if c.fail.Add(-1) >= 0 {
 		return nil, errors.New("model unreachable")
+	}
+	select {
+	case <-time.After(c.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	return c.Extractor.Extract(ctx, doc)
 }
@@ -162,31 +216,5 @@ func TestWorkersShareQueueOnce(t *testing.T) {
 		e.send(t, "subject "+string(rune('a'+i%26))+string(rune('a'+i/26)), "Release checklist for the gateway rollout.")
 	}
 	x := &counting{Extractor: concepts.NewEmbedded(nil), calls: map[string]int{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 4 {
-		w := concepts.NewWorker(e.s, x, concepts.WorkerOptions{Poll: 5 * time.Millisecond})
-		wg.Add(1)
-		go func() { defer wg.Done(); w.Run(ctx) }()
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		x.mu.Lock()
-		got := len(x.calls)
-		x.mu.Unlock()
-		if left, _ := e.s.ClaimConceptJobs(context.Background(), "probe", time.Nanosecond, 1); got == n && len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d extracted", got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	for subject, c := range x.calls {
-		if c != 1 {
-			t.Errorf("%s extracted %d times", subject, c)
-		}
-	}
+	runUntilDone(t, e, x, n, 4, concepts.WorkerOptions{Poll: 5 * time.Millisecond})
 }

@@ -8,6 +8,7 @@ type tool struct {
 	name, title, description string
 	readOnly, idempotent     bool
 	destructive              bool
+	stampsSender             bool // refuses identity-override keys before anything else
 	input, output            json.RawMessage
 }
 
@@ -51,8 +52,9 @@ const rowSchema = `{
 
 var tools = []tool{
 	{
-		name:  "add_message",
-		title: "Send a message",
+		name:         "add_message",
+		title:        "Send a message",
+		stampsSender: true,
 		description: "Send a message to agents, humans, role queues or everyone. The sender is stamped by the server from your connection; never pass it. " +
 			"Addresses in `to`: `@name` (an agent), `human:login`, `role:name` (a queue that whoever holds the role reads, e.g. `role:next-session`, `role:next-session-of-<agent>` for your own successor), `@me`, or `*` for every agent. " +
 			"Reply in a thread with `inReplyTo`. Returns the new messageId and threadId.",

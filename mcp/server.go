@@ -81,19 +81,19 @@ func (s *Server) MCPServer() *gomcp.Server {
 			OutputSchema: t.output,
 			Annotations:  ann,
 		}, func(ctx context.Context, req *gomcp.CallToolRequest) (*gomcp.CallToolResult, error) {
-			return s.call(ctx, req, declared, h), nil
+			return s.call(ctx, req, declared, t.stampsSender, h), nil
 		})
 	}
 	return srv
 }
 
 // call binds the caller, checks the arguments' shape and runs h.
-func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared []string, h handler) *gomcp.CallToolResult {
+func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared []string, stampsSender bool, h handler) *gomcp.CallToolResult {
 	ctx, err := s.bind(ctx, req)
 	if err != nil {
 		return s.fail(req, err)
 	}
-	a, err := parseArgs(req.Params.Arguments, declared, req.Params.Name == "add_message")
+	a, err := parseArgs(req.Params.Arguments, declared, stampsSender)
 	if err != nil {
 		return s.fail(req, err)
 	}
@@ -121,7 +121,7 @@ func (s *Server) fail(req *gomcp.CallToolRequest, err error) *gomcp.CallToolResu
 	}
 }
 
-// bind puts the caller's identity and session in ctx: from the verified
+// bind puts the caller's identity in ctx: from the verified
 // bearer token over HTTP, else from the process (stdio, or loopback
 // development mode).
 func (s *Server) bind(ctx context.Context, req *gomcp.CallToolRequest) (context.Context, error) {

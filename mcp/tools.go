@@ -96,7 +96,7 @@ func (s *Server) listMessages(ctx context.Context, req *gomcp.CallToolRequest, a
 	return s.store.List(ctx, f)
 }
 
-func (s *Server) messageID(a args) (string, error) {
+func messageID(a args) (string, error) {
 	if err := a.required("messageId"); err != nil {
 		return "", err
 	}
@@ -108,7 +108,7 @@ func (s *Server) messageID(a args) (string, error) {
 }
 
 func (s *Server) getMessage(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
-	id, err := s.messageID(a)
+	id, err := messageID(a)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Server) getMessage(ctx context.Context, req *gomcp.CallToolRequest, a a
 }
 
 func (s *Server) archiveMessage(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
-	id, err := s.messageID(a)
+	id, err := messageID(a)
 	if err != nil {
 		return nil, err
 	}
@@ -167,12 +167,9 @@ func (s *Server) listConcepts(ctx context.Context, req *gomcp.CallToolRequest, a
 	if err != nil {
 		return nil, err
 	}
-	n := 100
-	if limit != nil {
-		if *limit < 1 || *limit > 500 {
-			return nil, mailroom.Errorf(mailroom.EINVALID, "limit must be between 1 and 500 (got %d)", *limit)
-		}
-		n = *limit
+	n, err := mailroom.ConceptLimit(limit)
+	if err != nil {
+		return nil, err
 	}
 	cs, err := s.store.Concepts(ctx, n)
 	return conceptList{Concepts: cs}, err

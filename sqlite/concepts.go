@@ -95,6 +95,13 @@ func (s *Store) CompleteConceptJobs(ctx context.Context, results []mailroom.Conc
 	return lost, err
 }
 
+// PendingConceptJobs counts the jobs not yet completed.
+func (s *Store) PendingConceptJobs(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM concept_job`).Scan(&n)
+	return n, err
+}
+
 // RetryConceptJob releases a job to run again later.
 func (s *Store) RetryConceptJob(ctx context.Context, job mailroom.ConceptJob, reason string, after time.Duration) error {
 	return s.writeBackground(ctx, func(tx *ptx) error {

@@ -93,7 +93,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if err != nil {
 			return err
 		}
-		args := []any{me.ID, jsonStrings(roles)}
+		rolesJSON := jsonStrings(roles)
+		args := []any{me.ID, rolesJSON}
 		param := func(v any) string {
 			args = append(args, v)
 			return "?" + strconv.Itoa(len(args))
@@ -114,7 +115,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			id, err := identityByName(ctx, tx, f.FromName)
 			if err != nil || (f.FromKind != "" && id.Kind != f.FromKind) {
 				if err == nil || mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
-					return mailroom.Errorf(mailroom.EINVALID, "from: unknown identity %s", refString(f.FromName, f.FromKind))
+					return mailroom.Errorf(mailroom.EINVALID, "from: unknown identity %s", mailroom.Identity{Name: f.FromName, Kind: f.FromKind}.Address())
 				}
 				return err
 			}
@@ -153,7 +154,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// unread-only listing has none of them.
 			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
 		}
-		if page.Watermark, err = watermark(ctx, tx, me.ID, args[1].(string)); err != nil {
+		if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
 			return err
 		}
 		if len(parts) == 0 {
@@ -211,13 +212,6 @@ func watermark(ctx context.Context, tx *ptx, me int64, roles string) (*string, e
 		return nil, nil
 	}
 	return &id.String, nil
-}
-
-func refString(name string, kind mailroom.Kind) string {
-	if kind == mailroom.KindHuman {
-		return "human:" + name
-	}
-	return "@" + name
 }
 
 func jsonStrings(list []string) string {

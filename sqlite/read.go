@@ -14,6 +14,7 @@ import (
 type target struct {
 	seq      int64
 	sender   int64
+	thread   string
 	delivery int64
 }
 
@@ -25,13 +26,13 @@ func resolve(ctx context.Context, tx *ptx, me mailroom.Identity, roles string, m
 	if err := mailroom.ValidateMessageID("messageId", messageID); err != nil {
 		return t, err
 	}
-	err := tx.QueryRowContext(ctx, `SELECT m.seq, m.sender_id,
+	err := tx.QueryRowContext(ctx, `SELECT m.seq, m.sender_id, m.thread_id,
 			coalesce((SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.recipient_id = ?2),
 				(SELECT d.id FROM delivery d WHERE d.message_seq = m.seq AND d.role IN (SELECT value FROM json_each(?3))
 					AND (m.sender_id <> ?2 OR d.role = `+ownSuccessorRole("?2")+`)
 					ORDER BY d.id LIMIT 1),
 				0)
-		FROM message m WHERE m.id = ?1`, messageID, me.ID, roles).Scan(&t.seq, &t.sender, &t.delivery)
+		FROM message m WHERE m.id = ?1`, messageID, me.ID, roles).Scan(&t.seq, &t.sender, &t.thread, &t.delivery)
 	if isNoRows(err) || (err == nil && t.delivery == 0 && t.sender != me.ID) {
 		return target{}, mailroom.NotFound(messageID)
 	}

@@ -93,12 +93,16 @@ func send(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) 
 	threadID := ""
 	var parentSeq sql.NullInt64
 	if d.InReplyTo != "" {
-		seq, thread, err := visibleMessage(ctx, tx, me, d.InReplyTo)
+		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return mailroom.SendReceipt{}, err
 		}
-		parentSeq = sql.NullInt64{Int64: seq, Valid: true}
-		threadID = thread
+		parent, err := resolve(ctx, tx, me, jsonStrings(roles), d.InReplyTo)
+		if err != nil {
+			return mailroom.SendReceipt{}, err
+		}
+		parentSeq = sql.NullInt64{Int64: parent.seq, Valid: true}
+		threadID = parent.thread
 	} else {
 		threadID = mailroom.NewThreadID()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO thread (id, created_at) VALUES (?, ?)`, threadID, ts(at)); err != nil {
@@ -196,24 +200,6 @@ func tagConcepts(ctx context.Context, tx *ptx, seq int64, cs []mailroom.Concept,
 		}
 	}
 	return nil
-}
-
-// visibleMessage returns the seq and thread of a message the caller may see,
-// or NotFound.
-func visibleMessage(ctx context.Context, tx *ptx, me mailroom.Identity, messageID string) (seq int64, thread string, err error) {
-	roles, err := rolesOf(ctx, tx, me)
-	if err != nil {
-		return 0, "", err
-	}
-	err = tx.QueryRowContext(ctx, `SELECT m.seq, m.thread_id FROM message m WHERE m.id = ?1 AND (
-			m.sender_id = ?2
-			OR EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.recipient_id = ?2)
-			OR EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.role IN (SELECT value FROM json_each(?3))))`,
-		messageID, me.ID, jsonStrings(roles)).Scan(&seq, &thread)
-	if isNoRows(err) {
-		return 0, "", mailroom.NotFound(messageID)
-	}
-	return seq, thread, err
 }
 
 // unique returns list without repeats, in first-seen order.

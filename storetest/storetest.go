@@ -546,6 +546,9 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	a := e.send("alice", "@bob")
 	b := e.send("alice", "@bob")
 	ctx := e.ctx
+	if n, err := s.PendingConceptJobs(ctx); err != nil || n != 2 {
+		t.Fatalf("pending after two sends: %d %v", n, err)
+	}
 
 	// A worker that dies mid-job: its lease runs out and the job is due again.
 	j1, ok, err := claim1(s, "w1", 500*time.Millisecond)
@@ -597,6 +600,9 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	}
 	if _, ok, _ := claim1(s, "w5", time.Minute); ok {
 		t.Fatal("the queue is not empty after every job completed")
+	}
+	if n, err := s.PendingConceptJobs(ctx); err != nil || n != 0 {
+		t.Fatalf("pending after every job completed: %d %v", n, err)
 	}
 	wantIDs(t, "filter by an extracted concept", ids(e.list("bob", mailroom.ListInput{TaggedConcepts: []string{"wal migration"}})), a.MessageID)
 }

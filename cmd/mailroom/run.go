@@ -153,11 +153,8 @@ func (m *Main) Run(ctx context.Context) error {
 	switch {
 	case cmd == "serve":
 		return m.serve(ctx)
-	case cmd == "token create" || (len(m.cmd) == 3 && m.human.set && m.human.login == "" && m.cmd[0] == "token" && m.cmd[1] == "create"):
-		if len(m.cmd) == 3 {
-			m.human.login = m.cmd[2]
-		}
-		return m.tokenCreate(ctx)
+	case len(m.cmd) >= 2 && m.cmd[0] == "token" && m.cmd[1] == "create":
+		return m.tokenCreate(ctx, m.cmd[2:])
 	case len(m.cmd) == 3 && m.cmd[0] == "identity" && m.cmd[1] == "add":
 		return m.identityAdd(ctx, m.cmd[2])
 	case len(m.cmd) == 4 && m.cmd[0] == "role" && m.cmd[1] == "grant":
@@ -251,7 +248,15 @@ func (m *Main) conceptWorker() (*concepts.Worker, error) {
 	return concepts.NewWorker(m.store, x, concepts.WorkerOptions{Logger: m.log, Lease: m.conceptLease}), nil
 }
 
-func (m *Main) tokenCreate(ctx context.Context) error {
+// tokenCreate handles `token create --agent NAME` and `token create --human
+// LOGIN`, where LOGIN may also follow as a word (rest).
+func (m *Main) tokenCreate(ctx context.Context, rest []string) error {
+	if m.human.set && m.human.login == "" && len(rest) == 1 {
+		m.human.login, rest = rest[0], nil
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("token create: unexpected %q", strings.Join(rest, " "))
+	}
 	name, kind := m.agent, mailroom.KindAgent
 	if !m.agentOK {
 		name = ""
