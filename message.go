@@ -225,9 +225,9 @@ type ListFilter struct {
 	FromName        string // identity name; "" for any
 	FromKind        Kind   // "" when either kind may match
 	FromMe          bool
-	To              string // canonical address; "" for any
-	Query           string // FTS5 query built by FTSQuery; "" for none
-	QueryEmpty      bool   // the user's query has no searchable words: matches nothing
+	To              string       // canonical address; "" for any
+	Search          []SearchTerm // full-text words, every one must match; nil for none
+	QueryEmpty      bool         // the user's query has no searchable words: matches nothing
 	Concepts        []string
 	IncludeArchived bool
 	Limit, Offset   int
@@ -281,8 +281,8 @@ func (in ListInput) Filter() (ListFilter, error) {
 		f.To = a.String()
 	}
 	if strings.TrimSpace(in.Query) != "" {
-		f.Query = FTSQuery(in.Query)
-		f.QueryEmpty = f.Query == ""
+		f.Search = SearchTerms(in.Query)
+		f.QueryEmpty = len(f.Search) == 0
 	}
 	for _, t := range in.TaggedConcepts {
 		c, err := CanonicalConcept(t)
@@ -311,34 +311,35 @@ func NextOffsetFor(offset, n, total int) *int {
 	return nil
 }
 
-// FTSQuery turns any user text into a safe FTS5 query: each
-// whitespace-separated word becomes a quoted phrase (so operators, quotes and
-// punctuation are plain text), all words must match, and a trailing * on a
-// word keeps its prefix meaning. It returns "" when no word has a letter or
-// digit.
-func FTSQuery(text string) string {
-	// Control characters (NUL ends an FTS5 string) and invalid bytes
-	// separate words like spaces do.
+// SearchTerm is one word of a full-text query. Each store renders terms in
+// its own search dialect (sqlite/ as FTS5 phrases, postgres/ as a tsquery),
+// always as plain text: no word is ever read as an operator.
+type SearchTerm struct {
+	Word   string // as typed, without a trailing *
+	Prefix bool   // the word ended in *: match words starting with it
+}
+
+// SearchTerms splits any user text into the words of a full-text query:
+// whitespace separates words, control characters and invalid bytes count as
+// whitespace, a trailing * asks for a prefix match, and a word without a
+// letter or digit is dropped. Every returned word must match.
+func SearchTerms(text string) []SearchTerm {
 	text = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
 			return ' '
 		}
 		return r
 	}, text)
-	var parts []string
+	var out []SearchTerm
 	for _, w := range strings.Fields(text) {
 		prefix := strings.HasSuffix(w, "*")
 		w = strings.TrimRight(w, "*")
 		if !hasWordChar(w) {
 			continue
 		}
-		p := `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
-		if prefix {
-			p += "*"
-		}
-		parts = append(parts, p)
+		out = append(out, SearchTerm{Word: w, Prefix: prefix})
 	}
-	return strings.Join(parts, " ")
+	return out
 }
 
 func hasWordChar(s string) bool {

@@ -1,6 +1,7 @@
 package mailroom_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -96,23 +97,6 @@ func TestNextOffset(t *testing.T) {
 	}
 }
 
-func TestFTSQuery(t *testing.T) {
-	tests := map[string]string{
-		"POL-358":        `"POL-358"`,
-		`"unbalanced`:    `"""unbalanced"`,
-		"AND OR":         `"AND" "OR"`,
-		"*":              ``,
-		"wal*":           `"wal"*`,
-		"  migrate  WAL": `"migrate" "WAL"`,
-		"NEAR(a b)":      `"NEAR(a" "b)"`,
-	}
-	for in, want := range tests {
-		if got := mailroom.FTSQuery(in); got != want {
-			t.Errorf("FTSQuery(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestConceptSlug(t *testing.T) {
 	tests := map[string]string{
 		"WAL migration":       "wal-migration",
@@ -128,5 +112,16 @@ func TestConceptSlug(t *testing.T) {
 	c, err := mailroom.CanonicalConcept("CONCEPT:wal-migration")
 	if err != nil || c.ID != "CONCEPT:wal-migration" || c.Name != "wal migration" {
 		t.Fatalf("id form: %+v %v", c, err)
+	}
+}
+
+func TestSearchTerms(t *testing.T) {
+	got := mailroom.SearchTerms("  POL-358\x00wal* * \"x \xff(")
+	want := []mailroom.SearchTerm{{Word: "POL-358"}, {Word: "wal", Prefix: true}, {Word: `"x`}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("SearchTerms = %v, want %v", got, want)
+	}
+	if got := mailroom.SearchTerms("* ( -- "); got != nil {
+		t.Fatalf("no words: %v", got)
 	}
 }

@@ -31,7 +31,7 @@ func FuzzListQuery(f *testing.F) {
 		}
 		p, err := s.List(asBob, flt)
 		if err != nil {
-			t.Fatalf("query %q (FTS %q): %v", q, flt.Query, err)
+			t.Fatalf("query %q (terms %v): %v", q, flt.Search, err)
 		}
 		if flt.QueryEmpty && p.TotalCount != 0 {
 			t.Fatalf("query %q has no words but matched %d", q, p.TotalCount)

@@ -139,8 +139,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		}
 		if f.QueryEmpty {
 			mcond += ` AND 0`
-		} else if f.Query != "" {
-			mcond += ` AND m.seq IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(f.Query) + `)`
+		} else if len(f.Search) > 0 {
+			mcond += ` AND m.seq IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(ftsQuery(f.Search)) + `)`
 		}
 		for _, c := range f.Concepts {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ` + param(c) + `)`
