@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Kind is the kind of an identity.
@@ -41,6 +42,19 @@ func (i Identity) ImplicitRoles() []string {
 		return nil
 	}
 	return []string{"next-session", "next-session-of-" + i.Name}
+}
+
+// IdentityInfo is an identity as an operator lists it.
+type IdentityInfo struct {
+	Identity
+	CreatedAt time.Time
+	Roles     []string // explicit grants, sorted; implicit roles are not listed
+}
+
+// RoleInfo is a role queue as an operator lists it.
+type RoleInfo struct {
+	Name    string
+	Holders []string // addresses of the identities granted it, sorted
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)

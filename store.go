@@ -24,6 +24,15 @@ type Store interface {
 	// IdentityByToken finds the identity of a token digest with one indexed
 	// lookup, or returns ENOTFOUND.
 	IdentityByToken(ctx context.Context, digest []byte) (Identity, error)
+	// Identities lists every identity, agents and humans, by name, with its
+	// explicit role grants. It is for operators and needs no caller.
+	Identities(ctx context.Context) ([]IdentityInfo, error)
+	// Roles lists every role the store knows (granted, or addressed while
+	// nobody held it) by name, with the identities granted it.
+	Roles(ctx context.Context) ([]RoleInfo, error)
+	// RevokeRole takes role away from the identity name. An unknown name is
+	// ENOTFOUND; a role the identity does not hold is ENOTFOUND too.
+	RevokeRole(ctx context.Context, name, role string) error
 
 	// Send stores a message from the caller with all its edges and delivery
 	// rows in one transaction. Unknown recipients, a broadcast reaching

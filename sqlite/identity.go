@@ -117,3 +117,82 @@ func rolesOf(ctx context.Context, tx *ptx, me mailroom.Identity) ([]string, erro
 	}
 	return roles, rows.Err()
 }
+
+// Identities lists every identity by name with its explicit grants.
+func (s *Store) Identities(ctx context.Context) ([]mailroom.IdentityInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT i.id, i.name, i.kind, i.created_at, g.role
+		FROM identity i LEFT JOIN role_grant g ON g.identity_id = i.id ORDER BY i.name, g.role`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []mailroom.IdentityInfo
+	for rows.Next() {
+		var info mailroom.IdentityInfo
+		var created string
+		var role sql.NullString
+		if err := rows.Scan(&info.ID, &info.Name, &info.Kind, &created, &role); err != nil {
+			return nil, err
+		}
+		if n := len(out); n > 0 && out[n-1].ID == info.ID {
+			out[n-1].Roles = append(out[n-1].Roles, role.String)
+			continue
+		}
+		info.CreatedAt = parseTS(created)
+		if role.Valid {
+			info.Roles = []string{role.String}
+		}
+		out = append(out, info)
+	}
+	return out, rows.Err()
+}
+
+// Roles lists every known role with its holders.
+func (s *Store) Roles(ctx context.Context) ([]mailroom.RoleInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT r.name, i.name, i.kind
+		FROM role r LEFT JOIN role_grant g ON g.role = r.name LEFT JOIN identity i ON i.id = g.identity_id
+		ORDER BY r.name, i.name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []mailroom.RoleInfo
+	for rows.Next() {
+		var role string
+		var name, kind sql.NullString
+		if err := rows.Scan(&role, &name, &kind); err != nil {
+			return nil, err
+		}
+		if n := len(out); n == 0 || out[n-1].Name != role {
+			out = append(out, mailroom.RoleInfo{Name: role})
+		}
+		if name.Valid {
+			h := mailroom.Identity{Name: name.String, Kind: mailroom.Kind(kind.String)}
+			out[len(out)-1].Holders = append(out[len(out)-1].Holders, h.Address())
+		}
+	}
+	return out, rows.Err()
+}
+
+// RevokeRole takes role away from the identity name.
+func (s *Store) RevokeRole(ctx context.Context, name, role string) error {
+	if err := mailroom.ValidateRole(role); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *ptx) error {
+		id, err := identityByName(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM role_grant WHERE identity_id = ? AND role = ?`, id.ID, role)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return mailroom.Errorf(mailroom.ENOTFOUND, "%s does not hold role:%s", id.Address(), role)
+		}
+		return nil
+	})
+}

@@ -21,6 +21,7 @@ func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("Isolation", func(t *testing.T) { testIsolation(t, open(t)) })
 	t.Run("Broadcast", func(t *testing.T) { testBroadcast(t, open(t)) })
 	t.Run("Roles", func(t *testing.T) { testRoles(t, open(t)) })
+	t.Run("OperatorListings", func(t *testing.T) { testOperatorListings(t, open(t)) })
 	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 	t.Run("ListFilters", func(t *testing.T) { testListFilters(t, open(t)) })
 	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
@@ -315,6 +316,56 @@ func testRoles(t *testing.T, s mailroom.Store) {
 		if row.MessageID == both.MessageID && row.ReadAt != nil {
 			t.Fatal("bob's personal read consumed the role queue")
 		}
+	}
+}
+
+func testOperatorListings(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	for _, g := range [][2]string{{"bob", "reviewer"}, {"dana", "reviewer"}, {"bob", "ops"}} {
+		if err := s.GrantRole(e.ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.send("alice", "role:waiting") // a role nobody holds yet is known too
+	all, err := s.Identities(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, i := range all {
+		if i.CreatedAt.IsZero() || i.ID == 0 {
+			t.Errorf("identity %+v lacks its id or creation time", i)
+		}
+		got = append(got, fmt.Sprintf("%s%v", i.Address(), i.Roles))
+	}
+	wantIDs(t, "identities", got, "@alice[]", "@bob[ops reviewer]", "@carol[]", "human:dana[reviewer]")
+
+	roles, err := s.Roles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, r := range roles {
+		got = append(got, fmt.Sprintf("%s%v", r.Name, r.Holders))
+	}
+	wantIDs(t, "roles", got, "ops[@bob]", "reviewer[@bob human:dana]", "waiting[]")
+
+	queued := e.send("alice", "role:reviewer")
+	if err := s.RevokeRole(e.ctx, "bob", "reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range e.list("bob", mailroom.ListInput{}).Messages {
+		if r.MessageID == queued.MessageID {
+			t.Fatal("bob still reads role:reviewer after the revoke")
+		}
+	}
+	wantIDs(t, "dana keeps the queue", ids(e.list("dana", mailroom.ListInput{})), queued.MessageID)
+	wantErr(t, s.RevokeRole(e.ctx, "bob", "reviewer"), "@bob does not hold role:reviewer")
+	if err := s.RevokeRole(e.ctx, "nobody", "reviewer"); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+		t.Fatalf("revoke from an unknown identity: %v", err)
+	}
+	if err := s.RevokeRole(e.ctx, "bob", "Bad Role"); mailroom.ErrorCode(err) != mailroom.EINVALID {
+		t.Fatalf("revoke a bad role name: %v", err)
 	}
 }
 

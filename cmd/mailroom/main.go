@@ -3,8 +3,11 @@
 //	mailroom serve [--db PATH] [--agent NAME]            MCP over stdio
 //	mailroom serve --http 127.0.0.1:8787 [--db PATH]     MCP over streamable HTTP at /mcp
 //	mailroom token create --agent NAME | --human LOGIN    print a bearer token
-//	mailroom identity add NAME [--human]
-//	mailroom role grant NAME ROLE
+//	mailroom identity add NAME [--human] | identity list
+//	mailroom role grant NAME ROLE | role revoke NAME ROLE | role list
+//
+// `mailroom help` lists every command; `mailroom help COMMAND` or
+// `mailroom COMMAND --help` explains one.
 package main
 
 import (
@@ -19,13 +22,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m := NewMain(os.Stdout, os.Stderr, os.Getenv)
+	m.Stdin = os.Stdin
 	err := m.ParseFlags(os.Args[1:])
 	if err == nil {
 		err = m.Run(ctx)
 	}
 	m.Close()
-	if err != nil && err != errHelp {
-		fmt.Fprintln(os.Stderr, "mailroom:", err)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mailroom:", oneLine(err))
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/concepts"
+	"github.com/mailroom/mailroom/mcp"
+	"github.com/spf13/cobra"
+)
+
+// serveFlags are `mailroom serve`'s flags.
+type serveFlags struct {
+	agent   string
+	agentOK bool // --agent given as a flag (MAILROOM_AGENT never applies to HTTP)
+	http    string
+	maxBody int
+
+	conceptsMode string
+	ollamaURL    string
+	conceptModel string
+	conceptLease time.Duration
+}
+
+func (m *Main) serveCmd() *cobra.Command {
+	var f serveFlags
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over stdio (what an agent harness spawns) or streamable HTTP (--http)",
+		Long: `Serve the mailbox over MCP.
+
+Without --http, serve MCP over stdin/stdout as the agent --agent NAME (or
+MAILROOM_AGENT): what an agent harness spawns. With --http ADDR, serve
+streamable HTTP at http://ADDR/mcp; each request needs a bearer token from
+'mailroom token create'. --agent with --http is loopback development mode:
+requests without a token act as that agent.`,
+		Example: `  mailroom serve --agent alice
+  mailroom serve --http 127.0.0.1:8787
+  mailroom serve --http 127.0.0.1:8787 --agent dev    # token-less requests act as @dev`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.agentOK = cmd.Flags().Changed("agent")
+			if !f.agentOK {
+				f.agent = m.getenv("MAILROOM_AGENT")
+			}
+			if f.ollamaURL == "" {
+				f.ollamaURL = m.getenv("MAILROOM_OLLAMA_URL")
+			}
+			if f.conceptModel == "" {
+				f.conceptModel = m.getenv("MAILROOM_CONCEPT_MODEL")
+			}
+			switch f.conceptsMode {
+			case "embedded", "ollama", "off":
+			default:
+				return fmt.Errorf("--concepts must be embedded, ollama or off (got %q)", f.conceptsMode)
+			}
+			return m.action(func(ctx context.Context, _ []string) error { return m.serve(ctx, f) })(cmd, args)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.agent, "agent", "", "stdio: the agent identity of this process (env MAILROOM_AGENT);\n--http: loopback development mode, binding token-less requests to NAME")
+	fl.StringVar(&f.http, "http", "", "serve streamable HTTP at ADDR instead of stdio; loopback unless you say otherwise")
+	fl.IntVar(&f.maxBody, "max-body", mailroom.DefaultMaxBodySize, "body limit in bytes")
+	fl.StringVar(&f.conceptsMode, "concepts", "embedded", "concept extractor run by this process: embedded, ollama, or off\n(off leaves queued jobs to other processes sharing the database)")
+	fl.StringVar(&f.ollamaURL, "ollama-url", "", "Ollama's URL for --concepts ollama (env MAILROOM_OLLAMA_URL; default http://localhost:11434)")
+	fl.StringVar(&f.conceptModel, "concept-model", "", "model for --concepts ollama (env MAILROOM_CONCEPT_MODEL; default gemma3)")
+	fl.DurationVar(&f.conceptLease, "concept-lease", 2*time.Minute, "how long a worker owns a claimed job before another process may take it over\n(keep it above the model's timeout)")
+	return c
+}
+
+func (m *Main) serve(ctx context.Context, f serveFlags) error {
+	if strings.HasPrefix(f.http, ":") {
+		f.http = "127.0.0.1" + f.http // loopback unless told otherwise
+	}
+	if f.http != "" && f.agentOK {
+		if err := mcp.CheckDevAddr(f.http); err != nil {
+			return err
+		}
+	}
+	if err := m.open(ctx); err != nil {
+		return err
+	}
+	opts := mcp.Options{MaxBody: f.maxBody, Logger: m.log}
+	if f.agent != "" && (f.http == "" || f.agentOK) {
+		id, err := m.store.EnsureAgent(ctx, f.agent)
+		if err != nil {
+			return fmt.Errorf("--agent %s: %w", f.agent, cliError(err))
+		}
+		opts.Identity = &id
+	}
+	worker, err := m.conceptWorker(f)
+	if err != nil {
+		return err
+	}
+	if worker != nil {
+		opts.Sent = worker.Notify
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); worker.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	srv := mcp.NewServer(m.store, opts)
+	if f.http == "" {
+		m.log.Info("serving MCP on stdio", "db", m.db, "agent", f.agent, "concepts", f.conceptsMode)
+		return srv.ServeStdio(ctx)
+	}
+	return srv.ListenAndServe(ctx, f.http, func(addr net.Addr) {
+		mode := "bearer tokens required (mailroom token create --agent NAME)"
+		if opts.Identity != nil {
+			mode = "development mode: requests without a token act as " + opts.Identity.Address()
+		}
+		fmt.Fprintf(m.stdout, "mailroom: serving MCP at http://%s/mcp\nmailroom: database %s\nmailroom: %s\n", addr, m.db, mode)
+		if m.Ready != nil {
+			m.Ready(addr)
+		}
+	})
+}
+
+// conceptWorker builds the background concept worker the flags ask for, or
+// nil for --concepts off.
+func (m *Main) conceptWorker(f serveFlags) (*concepts.Worker, error) {
+	var x concepts.Extractor = concepts.NewEmbedded(m.store)
+	switch f.conceptsMode {
+	case "off":
+		return nil, nil
+	case "ollama":
+		o, err := concepts.NewOllama(concepts.OllamaOptions{URL: f.ollamaURL, Model: f.conceptModel, Fallback: x, Logger: m.log})
+		if err != nil {
+			return nil, err
+		}
+		x = o
+	}
+	return concepts.NewWorker(m.store, x, concepts.WorkerOptions{Logger: m.log, Lease: f.conceptLease}), nil
+}
