@@ -58,6 +58,10 @@ type Store interface {
 
 	ConceptStore
 
+	// ChangeSignal signals commits by any process or instance sharing the
+	// database (see ChangeSignal); it is the only wake-up mechanism.
+	ChangeSignal
+
 	// Durable reports whether writes outlive the process.
 	Durable() bool
 	// Close releases the store.

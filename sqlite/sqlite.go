@@ -39,6 +39,9 @@ type Options struct {
 	Logger      *slog.Logger
 	// Hooks are seams for tests; nil in production.
 	Hooks *Hooks
+	// ChangePoll is how often the change watcher polls while someone is
+	// subscribed (DefaultChangePoll when 0).
+	ChangePoll time.Duration
 }
 
 // Hooks let tests interleave events deterministically and inject failures.
@@ -65,6 +68,11 @@ type Store struct {
 	wmu       sync.Mutex
 	fgWaiting atomic.Int32 // foreground writers waiting for wmu
 	cache     stmtCache
+
+	changes   *mailroom.ChangeHub
+	watchDB   *sql.DB // the change watcher's own connection; nil for :memory:
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -78,8 +86,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.ChangePoll <= 0 {
+		opts.ChangePoll = DefaultChangePoll
+	}
 	s := &Store{path: path, durable: path != Memory, log: opts.Logger,
-		cache: stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}}}
+		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
+		changes: mailroom.NewChangeHub()}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -128,6 +140,20 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if _, err := db.ExecContext(ctx, `PRAGMA optimize=0x10002`); err != nil {
 		s.log.Warn("PRAGMA optimize", "err", err)
 	}
+	if s.durable {
+		// Other processes' commits reach an in-memory store never, so only a
+		// file gets a watcher, on a connection of its own (outside the pool,
+		// so it never waits behind a busy pool and never takes a writer's
+		// place).
+		if s.watchDB, err = sql.Open("sqlite", dsn); err != nil {
+			db.Close()
+			return nil, err
+		}
+		s.watchDB.SetMaxOpenConns(1)
+		wctx, cancel := context.WithCancel(context.Background())
+		s.stopWatch, s.watchDone = cancel, make(chan struct{})
+		go s.watch(wctx, s.watchDB, opts.ChangePoll)
+	}
 	return s, nil
 }
 
@@ -139,6 +165,11 @@ func (s *Store) Durable() bool { return s.durable }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if s.stopWatch != nil {
+		s.stopWatch()
+		<-s.watchDone
+		s.watchDB.Close()
+	}
 	s.cache.close()
 	return s.db.Close()
 }
@@ -188,8 +219,16 @@ func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
 	s.fgWaiting.Add(1)
 	s.wmu.Lock()
 	s.fgWaiting.Add(-1)
-	defer s.wmu.Unlock()
-	return s.inTx(ctx, fn)
+	err := s.inTx(ctx, fn)
+	s.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	// This process's own commits signal at once; the watcher sees them too,
+	// and the hub coalesces the two. Background writes (the concept queue)
+	// change no inbox and are left to the watcher.
+	s.changes.Publish(mailroom.Change{All: true})
+	return nil
 }
 
 // writeBackground is write for work no caller waits on (the concept

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("ConceptQueue", func(t *testing.T) { testConceptQueue(t, open(t)) })
 	t.Run("ConceptBatch", func(t *testing.T) { testConceptBatch(t, open(t)) })
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
+	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
 }
 
 // env is a store with agents alice, bob, carol and a human dana.
@@ -721,5 +722,50 @@ func testConceptBatch(t *testing.T, s mailroom.Store) {
 		if got := len(m.TaggedConcepts); (i == 1) != (got == 0) {
 			t.Fatalf("message %d has %d concepts", i, got)
 		}
+	}
+}
+
+// signalled waits for a change signal on sub; a store must deliver it well
+// within the bound (the bound only keeps a broken store from hanging).
+func signalled(t *testing.T, sub *mailroom.Subscription, what string) mailroom.Change {
+	t.Helper()
+	select {
+	case <-sub.C():
+		return sub.Take()
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no change signal after %s", what)
+	}
+	return mailroom.Change{}
+}
+
+func testChangeSignal(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	sub := s.Subscribe()
+	defer sub.Close()
+	r := e.send("alice", "@bob")
+	if c := signalled(t, sub, "a send"); !c.Touches(e.ids["bob"].ID, nil) {
+		t.Fatalf("change %+v does not touch the recipient", c)
+	}
+	if res := s.MarkRead(e.as("bob"), []string{r.MessageID}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if c := signalled(t, sub, "mark_read"); !c.Touches(e.ids["bob"].ID, nil) {
+		t.Fatalf("change %+v does not touch the reader", c)
+	}
+	e.send("alice", "role:triage")
+	if c := signalled(t, sub, "a role send"); !c.Touches(e.ids["carol"].ID, []string{"triage"}) {
+		t.Fatalf("change %+v does not touch a role holder", c)
+	}
+	// Two subscribers each get the signal; a closed one gets none.
+	other := s.Subscribe()
+	sub.Close()
+	sub.Close() // idempotent
+	e.send("bob", "@alice")
+	signalled(t, other, "a send to a second subscriber")
+	other.Close()
+	select {
+	case <-sub.C():
+		t.Fatal("a closed subscription was signalled")
+	default:
 	}
 }

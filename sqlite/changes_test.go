@@ -1,0 +1,164 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/sqlite"
+	_ "modernc.org/sqlite"
+)
+
+// TestMain lets the test binary play a second process: with
+// MAILROOM_TEST_SEND set to a database path it sends one message from
+// alice to bob there and exits.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("MAILROOM_TEST_SEND"); path != "" {
+		if err := sendOnce(path); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func sendOnce(path string) error {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	alice, err := s.EnsureAgent(ctx, "alice")
+	if err != nil {
+		return err
+	}
+	if _, err := s.EnsureAgent(ctx, "bob"); err != nil {
+		return err
+	}
+	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "from another process", Body: "hi"}.Draft(0)
+	if err != nil {
+		return err
+	}
+	d.OriginSessionID = "SESSION:other"
+	_, err = s.Send(mailroom.WithCaller(ctx, alice), d)
+	return err
+}
+
+func waitSignal(t *testing.T, sub *mailroom.Subscription, what string) {
+	t.Helper()
+	select {
+	case <-sub.C():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no change signal after %s", what)
+	}
+}
+
+func TestChangeSignalCrossesProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := open(t, path, sqlite.Options{})
+	sub := s.Subscribe()
+	defer sub.Close()
+	waitSignal(t, sub, "the watcher took its baseline")
+	sub.Take()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MAILROOM_TEST_SEND="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sender process: %v\n%s", err, out)
+	}
+	waitSignal(t, sub, "a send by another process")
+	if c := sub.Take(); !c.All {
+		t.Fatalf("SQLite cannot tell whose inbox changed, so it must say All: %+v", c)
+	}
+}
+
+func TestChangeSignalCrossesStoreInstances(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	a := open(t, path, sqlite.Options{})
+	b := open(t, path, sqlite.Options{})
+	ctx := context.Background()
+	alice, err := b.EnsureAgent(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := a.Subscribe()
+	defer sub.Close()
+	d, _ := mailroom.SendInput{To: []string{"@me"}, Subject: "s", Body: "b"}.Draft(0)
+	d.OriginSessionID = "SESSION:x"
+	// The watcher's first signal says it took its baseline; only b's send
+	// may satisfy the wait after it.
+	waitSignal(t, sub, "the watcher took its baseline")
+	if _, err := b.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, sub, "a send through another store instance")
+}
+
+// A raw write on another connection, outside the store, still signals: the
+// watcher trusts SQLite's data_version, not the store's own bookkeeping.
+func TestChangeSignalSeesForeignConnections(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := open(t, path, sqlite.Options{})
+	sub := s.Subscribe()
+	defer sub.Close()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	waitSignal(t, sub, "the watcher took its baseline")
+	if _, err := raw.Exec(`INSERT INTO identity (name, kind, created_at) VALUES ('zed', 'agent', '2026-01-01T00:00:00.000000Z')`); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, sub, "a commit on a foreign connection")
+}
+
+// The watcher polls only while someone is subscribed. When it starts it
+// signals once (a commit just before its baseline must not go unseen);
+// after that, with no writes, it never signals.
+func TestChangeSignalQuietWhileIdle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := open(t, path, sqlite.Options{ChangePoll: time.Millisecond})
+	sub := s.Subscribe()
+	defer sub.Close()
+	waitSignal(t, sub, "the watcher took its baseline")
+	sub.Take()
+	// 50 poll intervals with nothing committed. A timer here is the
+	// thing under test (the watcher's polling), not a wait for an event.
+	select {
+	case <-sub.C():
+		t.Fatal("signalled with nothing committed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if n := s.Changes().Len(); n != 1 {
+		t.Fatalf("subscribers = %d, want 1", n)
+	}
+}
+
+// BenchmarkDataVersionPoll is the watcher's whole idle cost per interval.
+func BenchmarkDataVersionPoll(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "m.db")
+	open(b, path, sqlite.Options{})
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	var v int64
+	for b.Loop() {
+		if err := conn.QueryRowContext(context.Background(), `PRAGMA data_version`).Scan(&v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
