@@ -35,8 +35,29 @@ type personal struct {
 	via string
 }
 
+// sendPlan is a draft resolved against the store within the write
+// transaction: everything a send writes except its own ids and times.
+// Send and SendMany both write from one, so they store the same rows.
+type sendPlan struct {
+	addrs     []string
+	direct    []personal
+	roles     []string
+	broadcast bool
+	parentSeq sql.NullInt64
+	thread    string // the parent's thread for a reply; "" starts a new one
+}
+
 func send(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) (mailroom.SendReceipt, error) {
-	// Resolve every address before writing anything.
+	p, err := planSend(ctx, tx, me, d)
+	if err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	return sendPlanned(ctx, tx, me, d, p)
+}
+
+// planSend resolves every address and the reply parent before anything is
+// written.
+func planSend(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) (sendPlan, error) {
 	var (
 		addrs     []string
 		direct    []personal
@@ -55,11 +76,11 @@ func send(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) 
 			}
 			id, err := identityByName(ctx, tx, a.Name)
 			if mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
-				return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s", a.String())
+				return sendPlan{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s", a.String())
 			} else if err == nil && id.Kind != want {
-				return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (%s is %s)", a.String(), a.Name, id.Address())
+				return sendPlan{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (%s is %s)", a.String(), a.Name, id.Address())
 			} else if err != nil {
-				return mailroom.SendReceipt{}, err
+				return sendPlan{}, err
 			}
 			direct = append(direct, personal{id.ID, "direct"})
 			addrs = append(addrs, id.Address())
@@ -67,9 +88,9 @@ func send(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) 
 			if owner, ok := strings.CutPrefix(a.Name, "next-session-of-"); ok {
 				id, err := identityByName(ctx, tx, owner)
 				if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != mailroom.KindAgent) {
-					return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (no agent named %s)", a.String(), owner)
+					return sendPlan{}, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (no agent named %s)", a.String(), owner)
 				} else if err != nil {
-					return mailroom.SendReceipt{}, err
+					return sendPlan{}, err
 				}
 			}
 			roles = append(roles, a.Name)
@@ -77,33 +98,39 @@ func send(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft) 
 		case mailroom.AddrBroadcast:
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM identity WHERE kind = 'agent' AND id <> ?`, me.ID).Scan(&n); err != nil {
-				return mailroom.SendReceipt{}, err
+				return sendPlan{}, err
 			}
 			if n == 0 {
-				return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "No recipients: the broadcast reaches nobody")
+				return sendPlan{}, mailroom.Errorf(mailroom.EINVALID, "No recipients: the broadcast reaches nobody")
 			}
 			broadcast = true
 			addrs = append(addrs, "*")
 		}
 	}
 
-	addrs = unique(addrs) // @me and @<self> resolve alike
+	p := sendPlan{addrs: unique(addrs), direct: direct, roles: roles, broadcast: broadcast} // @me and @<self> resolve alike
 	// A reply joins its parent's thread; the parent must be visible.
-	at := now()
-	threadID := ""
-	var parentSeq sql.NullInt64
 	if d.InReplyTo != "" {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
-			return mailroom.SendReceipt{}, err
+			return sendPlan{}, err
 		}
 		parent, err := resolve(ctx, tx, me, jsonStrings(roles), d.InReplyTo)
 		if err != nil {
-			return mailroom.SendReceipt{}, err
+			return sendPlan{}, err
 		}
-		parentSeq = sql.NullInt64{Int64: parent.seq, Valid: true}
-		threadID = parent.thread
-	} else {
+		p.parentSeq = sql.NullInt64{Int64: parent.seq, Valid: true}
+		p.thread = parent.thread
+	}
+	return p, nil
+}
+
+// sendPlanned writes one message of a resolved draft.
+func sendPlanned(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft, p sendPlan) (mailroom.SendReceipt, error) {
+	addrs, direct, roles, broadcast, parentSeq := p.addrs, p.direct, p.roles, p.broadcast, p.parentSeq
+	at := now()
+	threadID := p.thread
+	if threadID == "" {
 		threadID = mailroom.NewThreadID()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO thread (id, created_at) VALUES (?, ?)`, threadID, ts(at)); err != nil {
 			return mailroom.SendReceipt{}, err

@@ -120,33 +120,51 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	} else {
 		dsn = "file::memory:?" + q.Encode()
 	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
+	openDB := func() error {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return err
+		}
+		if !s.durable {
+			// Each connection to :memory: is its own database: keep one.
+			db.SetMaxOpenConns(1)
+		} else {
+			db.SetMaxOpenConns(8)
+		}
+		s.db = db
+		return nil
+	}
+	if err := openDB(); err != nil {
 		return nil, err
 	}
-	if !s.durable {
-		// Each connection to :memory: is its own database: keep one.
-		db.SetMaxOpenConns(1)
-	} else {
-		db.SetMaxOpenConns(8)
-	}
-	s.db = db
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		s.db.Close()
 		return nil, err
 	}
-	// Give the planner statistics for the filters that should start from
-	// message indexes (thread, sender) rather than the inbox.
-	if _, err := db.ExecContext(ctx, `PRAGMA optimize=0x10002`); err != nil {
-		s.log.Warn("PRAGMA optimize", "err", err)
+	if err := s.refreshStats(ctx); err != nil {
+		s.log.Warn("planner statistics", "err", err)
+	}
+	if s.durable {
+		// A connection keeps the statistics it loaded first, even after
+		// sqlite_stat1 changes: serve from connections that load the
+		// current ones.
+		s.cache.close()
+		s.db.Close()
+		if err := openDB(); err != nil {
+			return nil, err
+		}
+	} else if _, err := s.db.ExecContext(ctx, `ANALYZE sqlite_schema`); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("load planner statistics: %w", err)
 	}
 	if s.durable {
 		// Other processes' commits reach an in-memory store never, so only a
 		// file gets a watcher, on a connection of its own (outside the pool,
 		// so it never waits behind a busy pool and never takes a writer's
 		// place).
+		var err error
 		if s.watchDB, err = sql.Open("sqlite", dsn); err != nil {
-			db.Close()
+			s.db.Close()
 			return nil, err
 		}
 		s.watchDB.SetMaxOpenConns(1)
@@ -157,18 +175,78 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// statsFloor is the message count from which measured statistics replace
+// the fixed ones of migration 0004: a store this large plans like the
+// large mailbox those describe.
+const statsFloor = 100_000
+
+// refreshStats re-measures the planner statistics of the store's own
+// tables (ANALYZE with an analysis limit, so it takes milliseconds at any
+// size) once the store holds statsFloor messages and whenever it has
+// doubled since the last measurement. Statistics never describe a store
+// smaller than the fixed ones do, so a plan chosen for a small store never
+// outlives it, and the full-text index's tables are never analyzed: their
+// segment statements are planned for large tables, which they become.
+// It runs at open and at close, as SQLite advises for PRAGMA optimize.
+func (s *Store) refreshStats(ctx context.Context) error {
+	var n, at int64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM message`).Scan(&n); err != nil {
+		return err
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT messages FROM planner_stats`).Scan(&at); err != nil {
+		return err
+	}
+	if n < statsFloor || n < 2*at {
+		return nil
+	}
+	return s.write(ctx, func(tx *ptx) error {
+		rows, err := tx.Tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'
+			AND name NOT LIKE 'sqlite%' AND name NOT LIKE 'message_fts%' AND name NOT IN ('schema_migration', 'planner_stats')`)
+		if err != nil {
+			return err
+		}
+		var tables []string
+		for rows.Next() {
+			var t string
+			if err := rows.Scan(&t); err != nil {
+				rows.Close()
+				return err
+			}
+			tables = append(tables, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if _, err := tx.Tx.ExecContext(ctx, `PRAGMA analysis_limit = 1000`); err != nil {
+			return err
+		}
+		for _, t := range tables {
+			if _, err := tx.Tx.ExecContext(ctx, `ANALYZE "`+t+`"`); err != nil {
+				return fmt.Errorf("analyze %s: %w", t, err)
+			}
+		}
+		_, err = tx.Tx.ExecContext(ctx, `UPDATE planner_stats SET messages = ?`, n)
+		return err
+	})
+}
+
 // Path returns the database path the store was opened with.
 func (s *Store) Path() string { return s.path }
 
 // Durable reports whether writes outlive the process.
 func (s *Store) Durable() bool { return s.durable }
 
-// Close closes the database.
+// Close closes the database, re-measuring the planner statistics first if
+// the store has grown enough (refreshStats).
 func (s *Store) Close() error {
 	if s.stopWatch != nil {
 		s.stopWatch()
 		<-s.watchDone
 		s.watchDB.Close()
+	}
+	if err := s.refreshStats(context.Background()); err != nil {
+		s.log.Warn("planner statistics", "err", err)
 	}
 	s.cache.close()
 	return s.db.Close()

@@ -1,0 +1,213 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom"
+)
+
+// TestSendManyStoresWhatSendStores compares two stores row by row: one
+// written by Send n times per draft, one by SendMany, for drafts that use
+// every edge (agents, a human, a role, broadcast, @me, sessions, tickets,
+// concepts, a reply). Only the generated ids and times may differ.
+func TestSendManyStoresWhatSendStores(t *testing.T) {
+	ctx := context.Background()
+	type world struct {
+		s     *Store
+		alice context.Context
+	}
+	build := func(bulk bool) world {
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		alice, _ := s.EnsureAgent(ctx, "alice")
+		bob, _ := s.EnsureAgent(ctx, "bob")
+		s.EnsureAgent(ctx, "carol")
+		if _, err := s.AddIdentity(ctx, "dana", mailroom.KindHuman); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.GrantRole(ctx, "carol", "reviewer"); err != nil {
+			t.Fatal(err)
+		}
+		w := world{s: s, alice: mailroom.WithCaller(ctx, alice)}
+		parent, err := s.Send(mailroom.WithCaller(ctx, bob), mkDraft(t, mailroom.SendInput{To: []string{"@alice"}, Subject: "parent", Body: "the parent"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drafts := []mailroom.Draft{
+			mkDraft(t, mailroom.SendInput{
+				To:      []string{"@bob", "@me", "human:dana", "role:reviewer", "*", "role:next-session-of-alice", "@alice"},
+				Subject: "everything", Body: "zeppelin hangar",
+				RelatedSessions: []string{"SESSION:one", "SESSION:two"}, RelatedTickets: []string{"#1", "o/r#2"},
+				Priority: "high", TaggedConcepts: []string{"wal", "checkpoint"},
+			}),
+			mkDraft(t, mailroom.SendInput{To: []string{"@bob"}, Subject: "a reply", Body: "replying", InReplyTo: parent.MessageID}),
+			mkDraft(t, mailroom.SendInput{To: []string{"*"}, Subject: "all hands", Body: "broadcast body"}),
+		}
+		for _, d := range drafts {
+			if bulk {
+				if err := s.SendMany(w.alice, d, 3); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			for range 3 {
+				if _, err := s.Send(w.alice, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return w
+	}
+	single, bulk := dumpStore(t, build(false).s), dumpStore(t, build(true).s)
+	if len(single) == 0 {
+		t.Fatal("empty dump")
+	}
+	for table, rows := range single {
+		if !slices.Equal(rows, bulk[table]) {
+			t.Errorf("table %s differs:\nSend:\n%s\nSendMany:\n%s", table, strings.Join(rows, "\n"), strings.Join(bulk[table], "\n"))
+		}
+	}
+	for table := range bulk {
+		if _, ok := single[table]; !ok {
+			t.Errorf("table %s only written by SendMany", table)
+		}
+	}
+}
+
+func TestSendManyRejectsWhatSendRejects(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Memory, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	me := mailroom.WithCaller(ctx, alice)
+	d := mkDraft(t, mailroom.SendInput{To: []string{"@nobody"}, Subject: "s", Body: "b"})
+	if err := s.SendMany(me, d, 5); err == nil || !strings.Contains(err.Error(), "Unknown recipient: @nobody") {
+		t.Fatalf("SendMany to an unknown agent: %v", err)
+	}
+	d.To = nil
+	d.OriginSessionID = ""
+	if err := s.SendMany(me, d, 5); mailroom.ErrorCode(err) != mailroom.EINVALID {
+		t.Fatalf("SendMany without a session: %v", err)
+	}
+	var n int
+	s.db.QueryRow(`SELECT count(*) FROM message`).Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d messages stored by failed calls", n)
+	}
+}
+
+func mkDraft(t *testing.T, in mailroom.SendInput) mailroom.Draft {
+	t.Helper()
+	d, err := in.Draft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OriginSessionID == "" {
+		d.OriginSessionID = "SESSION:test"
+	}
+	return d
+}
+
+var (
+	generatedID = regexp.MustCompile(`(MESSAGE|THREAD):[0-9a-f-]{36}`)
+	timestamp   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z`)
+)
+
+// dumpStore returns every row of every table, generated ids replaced by
+// their order of first use (messages by seq) and times by T, sorted.
+// The full-text index is compared through queries: its segments depend on
+// how many transactions wrote it, not on what it holds.
+func dumpStore(t *testing.T, s *Store) map[string][]string {
+	t.Helper()
+	names := map[string]string{}
+	rename := func(v string) string {
+		v = generatedID.ReplaceAllStringFunc(v, func(id string) string {
+			if n, ok := names[id]; ok {
+				return n
+			}
+			kind, _, _ := strings.Cut(id, ":")
+			names[id] = fmt.Sprintf("%s#%d", kind, len(names))
+			return names[id]
+		})
+		return timestamp.ReplaceAllString(v, "T")
+	}
+	// Name ids in commit order first, so both stores number them alike.
+	rows, err := s.db.Query(`SELECT id || ' ' || thread_id FROM message ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var v string
+		rows.Scan(&v)
+		rename(v)
+	}
+	rows.Close()
+	var tables []string
+	rows, err = s.db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%'
+		AND name NOT IN ('schema_migration', 'message_fts', 'message_fts_data', 'message_fts_idx', 'message_fts_config') ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	rows.Close()
+	out := map[string][]string{}
+	dump := func(name, q string) {
+		rows, err := s.db.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for i, v := range vals {
+				if b, ok := v.([]byte); ok {
+					v = string(b)
+				}
+				fmt.Fprintf(&b, "%s=%v ", cols[i], v)
+			}
+			out[name] = append(out[name], rename(b.String()))
+		}
+		slices.Sort(out[name])
+	}
+	for _, n := range tables {
+		dump(n, `SELECT * FROM "`+n+`"`)
+	}
+	// Times are blanked above; a send stamps one time on all its rows.
+	dump("times", `SELECT
+		(SELECT count(*) FROM delivery d JOIN message m ON m.seq = d.message_seq WHERE d.delivered_at <> m.created_at),
+		(SELECT count(*) FROM concept_job j JOIN message m ON m.seq = j.message_seq WHERE j.run_after <> m.created_at),
+		(SELECT count(*) FROM thread h JOIN message m ON m.thread_id = h.id AND m.in_reply_to IS NULL WHERE h.created_at <> m.created_at),
+		(SELECT count(*) FROM message a JOIN message b ON b.seq = a.seq + 1 WHERE b.created_at < a.created_at)`)
+	if r := out["times"]; len(r) != 1 || strings.Count(r[0], "=0 ") != 4 {
+		t.Errorf("times differ within a send: %v", r)
+	}
+	for _, word := range []string{"zeppelin", "replying", "broadcast", "everything", "parent"} {
+		dump("fts:"+word, `SELECT m.id FROM message_fts f JOIN message m ON m.seq = f.rowid WHERE message_fts MATCH '`+word+`'`)
+	}
+	return out
+}
