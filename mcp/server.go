@@ -29,8 +29,12 @@ type Options struct {
 	MaxBody int
 	// Sent, if set, is called after each message is stored; it wakes the
 	// concept worker and must not block.
-	Sent   func()
-	Logger *slog.Logger
+	Sent func()
+	// RevealInternal puts an internal error's cause in the tool result
+	// instead of "internal error". Only for a caller who is the operator
+	// (the local command line); never for a network listener.
+	RevealInternal bool
+	Logger         *slog.Logger
 }
 
 // handler runs one tool call with checked arguments.
@@ -115,8 +119,12 @@ func (s *Server) fail(req *gomcp.CallToolRequest, err error) *gomcp.CallToolResu
 	if mailroom.ErrorCode(err) == mailroom.EINTERNAL {
 		s.log.Error("tool failed", "tool", req.Params.Name, "err", err)
 	}
+	msg := mailroom.ErrorMessage(err)
+	if s.opts.RevealInternal && mailroom.ErrorCode(err) == mailroom.EINTERNAL {
+		msg = "internal error: " + err.Error()
+	}
 	return &gomcp.CallToolResult{
-		Content: []gomcp.Content{&gomcp.TextContent{Text: mailroom.ErrorMessage(err)}},
+		Content: []gomcp.Content{&gomcp.TextContent{Text: msg}},
 		IsError: true,
 	}
 }

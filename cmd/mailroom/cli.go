@@ -58,6 +58,11 @@ func (m *Main) commands() []*cobra.Command {
 		m.tokenCmd(),
 		m.identityCmd(),
 		m.roleCmd(),
+		m.inboxCmd(),
+		m.readCmd(),
+		m.sendCmd(),
+		m.markReadCmd(),
+		m.statusCmd(),
 	}
 }
 
