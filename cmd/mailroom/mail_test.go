@@ -76,7 +76,7 @@ func TestMailFromTheShell(t *testing.T) {
 		t.Fatalf("inbox table:\n%s", table)
 	}
 	if !regexp.MustCompile(`^MESSAGE:\S+\s+unread\s+@alice\s+normal\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+piped$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^` + first + `\s+unread\s+@alice\s+high\s+.*Build is red$`).MatchString(lines[3]) ||
+		!regexp.MustCompile(`^`+first+`\s+unread\s+@alice\s+high\s+.*Build is red$`).MatchString(lines[3]) ||
 		lines[4] != "3 of 3 shown" {
 		t.Errorf("inbox rows:\n%s", table)
 	}
@@ -118,7 +118,7 @@ func TestMailFromTheShell(t *testing.T) {
 	// mark-read: one id and a bad one (exit 1, the good one still read).
 	out, stderr, err := runCLI(t, env, "mark-read", first, "MESSAGE:nope", "--human", "dana")
 	wantFailure(t, out, stderr, err, "1 of 2 ids could not be marked read")
-	if !regexp.MustCompile(`(?m)^read\s+` + first + ` at \d{4}-`).MatchString(out) || !strings.Contains(out, "error  MESSAGE:nope: Message not found: MESSAGE:nope") {
+	if !regexp.MustCompile(`(?m)^read\s+`+first+` at \d{4}-`).MatchString(out) || !strings.Contains(out, "error  MESSAGE:nope: Message not found: MESSAGE:nope") {
 		t.Errorf("mark-read printed:\n%s", out)
 	}
 	jsonOut(t, env, &p, "inbox", "--human", "dana", "--unread")
