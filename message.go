@@ -215,6 +215,12 @@ type ListInput struct {
 	IncludeArchived bool
 	Limit           *int
 	Offset          *int
+	// Section 9 and 10 filters.
+	ArchivedOnly bool
+	Via          string // direct, broadcast or role
+	Priority     string
+	Of           string // read this owner's inbox under a read grant
+	RelatedTo    string // messages sharing concepts with this one
 }
 
 // ListFilter is a validated listing request.
@@ -231,6 +237,13 @@ type ListFilter struct {
 	Concepts        []string
 	IncludeArchived bool
 	Limit, Offset   int
+	ArchivedOnly    bool     // only archived inbox mail
+	Via             string   // "" or direct, broadcast, role
+	Priority        Priority // "" for any
+	FromHuman       bool     // from: human:* (any human)
+	OfName          string   // the owner whose inbox a grantee reads; "" for the caller
+	OfKind          Kind
+	RelatedTo       string // a MESSAGE: id; rank by shared concepts
 }
 
 // Filter validates in.
@@ -266,7 +279,9 @@ func (in ListInput) Filter() (ListFilter, error) {
 		}
 		f.ThreadID = in.ThreadID
 	}
-	if in.From != "" {
+	if strings.EqualFold(strings.TrimSpace(in.From), AnyHuman) {
+		f.FromHuman = true
+	} else if in.From != "" {
 		name, kind, err := ParseIdentityRef(in.From)
 		if err != nil {
 			return ListFilter{}, err
@@ -283,6 +298,38 @@ func (in ListInput) Filter() (ListFilter, error) {
 	if strings.TrimSpace(in.Query) != "" {
 		f.Search = SearchTerms(in.Query)
 		f.QueryEmpty = len(f.Search) == 0
+	}
+	if in.ArchivedOnly {
+		f.ArchivedOnly, f.IncludeArchived = true, true
+	}
+	switch in.Via {
+	case "", ViaDirect, ViaBroadcast, ViaRole:
+		f.Via = in.Via
+	default:
+		return ListFilter{}, Errorf(EINVALID, "via must be one of direct, broadcast, role (got %q)", in.Via)
+	}
+	if in.Priority != "" {
+		p, err := ParsePriority(in.Priority)
+		if err != nil {
+			return ListFilter{}, err
+		}
+		f.Priority = p
+	}
+	if in.Of != "" {
+		if f.Box != BoxInbox {
+			return ListFilter{}, Errorf(EINVALID, "of reads another identity's inbox only: box must be inbox (got %q)", in.Box)
+		}
+		name, kind, err := ParseOwner(in.Of)
+		if err != nil {
+			return ListFilter{}, err
+		}
+		f.OfName, f.OfKind = name, kind
+	}
+	if in.RelatedTo != "" {
+		if err := ValidateMessageID("relatedTo", in.RelatedTo); err != nil {
+			return ListFilter{}, err
+		}
+		f.RelatedTo = in.RelatedTo
 	}
 	for _, t := range in.TaggedConcepts {
 		c, err := CanonicalConcept(t)

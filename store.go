@@ -43,6 +43,12 @@ type Store interface {
 	List(ctx context.Context, f ListFilter) (Page, error)
 	// Get returns one visible message with its edges.
 	Get(ctx context.Context, messageID string) (Message, error)
+	// GetOf is Get as the owner (a name, of kind ownerKind or "" for
+	// either) would see it, for a caller holding a read grant on the
+	// owner's inbox; it reads the owner's state and changes nothing.
+	// Without a grant it answers NoReadGrant, for a message outside the
+	// owner's inbox NotFound. List does the same for ListFilter.OfName.
+	GetOf(ctx context.Context, owner string, ownerKind Kind, messageID string) (Message, error)
 	// Archive archives the caller's delivery of a message. A sender who is
 	// not a recipient gets NotRecipient.
 	Archive(ctx context.Context, messageID string) (ArchiveReceipt, error)
@@ -56,6 +62,8 @@ type Store interface {
 	// holds after commit.
 	MarkAllRead(ctx context.Context, through string, includeRoles bool) (DrainReceipt, error)
 
+	LifecycleStore
+
 	ConceptStore
 
 	// ChangeSignal signals commits by any process or instance sharing the
@@ -66,4 +74,39 @@ type Store interface {
 	Durable() bool
 	// Close releases the store.
 	Close() error
+}
+
+// LifecycleStore is the lifecycle side of a store (SPEC sections 9 and 10):
+// undoing reads and archives, deleting, retracting, counting, retention and
+// read grants. Visibility is the Store's; asking for the state a message is
+// already in succeeds and changes nothing, except Delete (see lifecycle.go).
+type LifecycleStore interface {
+	// Unarchive clears the caller's archivedAt. Recipients only: a sender
+	// who is not a recipient gets NotRecipient.
+	Unarchive(ctx context.Context, messageID string) (UnarchiveReceipt, error)
+	// MarkUnread clears the caller's readAt (for a role message, the shared
+	// state of every holder). Recipients only, as Unarchive.
+	MarkUnread(ctx context.Context, messageID string) (UnreadReceipt, error)
+	// Delete removes the message from the caller's mailbox for good (inbox
+	// and outbox): afterwards every method answers NotFound for it to the
+	// caller. Other recipients and the sender are unaffected.
+	Delete(ctx context.Context, messageID string) (DeleteReceipt, error)
+	// Retract scrubs subject and body of a message the caller sent from
+	// the message, the full-text index and its extracted concept tags, in
+	// one transaction; edges, thread and read state stay. Anyone else who
+	// can see it gets NotSender.
+	Retract(ctx context.Context, messageID string) (RetractReceipt, error)
+	// Status counts the caller's mailbox; each count equals the TotalCount
+	// of the List call StatusQueries names for it.
+	Status(ctx context.Context) (Status, error)
+	// Purge removes messages sent before r.Before whose every delivery is
+	// read or archived (any, with r.IncludeUnread) with all their edges,
+	// index entries and concept tags. It is an operator's call and needs no
+	// caller.
+	Purge(ctx context.Context, r PurgeRequest) (PurgeReport, error)
+	// GrantReadInbox lets grantee read owner's inbox (idempotent); both are
+	// identity references (@name, name, human:login) that must exist.
+	GrantReadInbox(ctx context.Context, grantee, owner string) error
+	// RevokeReadInbox removes that grant; it reports whether one existed.
+	RevokeReadInbox(ctx context.Context, grantee, owner string) (bool, error)
 }

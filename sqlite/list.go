@@ -57,7 +57,8 @@ func inboxBranches(dcond, mcond string) []string {
 	role := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq
 		WHERE d.role IN (SELECT value FROM json_each(?2)) AND (m.sender_id <> ?1 OR d.role = ` + ownSuccessorRole("?1") + `)
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)
-		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id)` + dcond + mcond
+		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id)
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = d.message_seq)` + dcond + mcond
 	return []string{personal, role}
 }
 
@@ -72,7 +73,8 @@ func ownSuccessorRole(me string) string {
 // outboxBranch selects (seq, did) of the caller's sent mail; with
 // skipInbox it leaves out what the inbox branches already show.
 func outboxBranch(mcond string, skipInbox bool) string {
-	q := `SELECT m.seq AS seq, NULL AS did FROM message m WHERE m.sender_id = ?1` + mcond
+	q := `SELECT m.seq AS seq, NULL AS did FROM message m WHERE m.sender_id = ?1
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = m.seq)` + mcond
 	if skipInbox {
 		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = m.seq)`
 	}
@@ -89,6 +91,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	}
 	page := mailroom.Page{Messages: []mailroom.Row{}}
 	err = s.read(ctx, func(tx *ptx) error {
+		me, err := reader(ctx, tx, me, f.OfName, f.OfKind)
+		if err != nil {
+			return err
+		}
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -100,11 +106,22 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return "?" + strconv.Itoa(len(args))
 		}
 		var dcond, mcond string
-		if !f.IncludeArchived {
+		if f.ArchivedOnly {
+			dcond += ` AND d.archived_at IS NOT NULL`
+		} else if !f.IncludeArchived {
 			dcond += ` AND d.archived_at IS NULL`
 		}
 		if f.UnreadOnly {
 			dcond += ` AND d.read_at IS NULL`
+		}
+		if f.Via != "" {
+			dcond += ` AND d.via = ` + param(f.Via)
+		}
+		if f.Priority != "" {
+			mcond += ` AND m.priority = ` + param(string(f.Priority))
+		}
+		if f.FromHuman {
+			mcond += ` AND m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')`
 		}
 		if f.ThreadID != "" {
 			mcond += ` AND m.thread_id = ` + param(f.ThreadID)
@@ -145,13 +162,26 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		for _, c := range f.Concepts {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ` + param(c) + `)`
 		}
+		var related string // the page's order: shared concepts first
+		if f.RelatedTo != "" {
+			t, err := resolve(ctx, tx, me, rolesJSON, f.RelatedTo)
+			if err != nil {
+				return err
+			}
+			related = param(t.seq)
+			cs, err := strings1(ctx, tx, `SELECT concept_id FROM message_concept WHERE message_seq = ?`, t.seq)
+			if err != nil {
+				return err
+			}
+			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(cs, param) + `)`
+		}
 		var parts []string
 		if f.Box != mailroom.BoxOutbox {
 			parts = inboxBranches(dcond, mcond)
 		}
-		if f.Box != mailroom.BoxInbox && !f.UnreadOnly {
-			// Outbox rows have no read state of the caller's, so an
-			// unread-only listing has none of them.
+		if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
+			// Outbox rows have no read state, archive or route of the
+			// caller's, so listings by those have none of them.
 			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
 		}
 		if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
@@ -174,6 +204,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			lim, off := param(f.Limit), param(f.Offset)
 			q := `SELECT ` + rowColumns + ` FROM (` + strings.Join(parts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
+			if related != "" {
+				q = `SELECT ` + rowColumns + ` FROM (SELECT u.seq, u.did, (SELECT count(*) FROM message_concept x
+						WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
+					FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.shared DESC, b.seq DESC`
+			}
 			rows, err := tx.Tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				return err
@@ -197,6 +233,55 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	}
 	page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
 	return page, nil
+}
+
+// RelatedScan bounds relatedTo: per concept of the message, only the
+// RelatedScan newest messages carrying it are candidates, so a concept on
+// every message costs the same as a rare one.
+const RelatedScan = 1000
+
+// relatedCandidates selects the seqs of messages sharing a concept in cs,
+// the newest RelatedScan of each concept, through the concept index.
+func relatedCandidates(cs []string, param func(any) string) string {
+	if len(cs) == 0 {
+		return `SELECT NULL WHERE 0`
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = `SELECT * FROM (SELECT message_seq FROM message_concept WHERE concept_id = ` + param(c) +
+			` ORDER BY message_seq DESC LIMIT ` + itoa(RelatedScan) + `)`
+	}
+	return strings.Join(parts, " UNION ")
+}
+
+// reader returns whose mailbox a reading call reads: the caller's, or with
+// of (an owner name) the owner's, when the caller holds a read grant.
+func reader(ctx context.Context, tx *ptx, me mailroom.Identity, of string, kind mailroom.Kind) (mailroom.Identity, error) {
+	if of == "" {
+		return me, nil
+	}
+	shown := mailroom.Identity{Name: of, Kind: kind}
+	if kind == "" {
+		shown.Kind = mailroom.KindAgent
+	}
+	owner, err := identityByName(ctx, tx, of)
+	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && kind != "" && owner.Kind != kind) {
+		return mailroom.Identity{}, mailroom.NoReadGrant(shown.Address())
+	} else if err != nil {
+		return mailroom.Identity{}, err
+	}
+	owner.Name = of
+	if owner.ID == me.ID {
+		return me, nil
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM read_grant WHERE grantee_id = ? AND owner_id = ?`, me.ID, owner.ID).Scan(&n); err != nil {
+		return mailroom.Identity{}, err
+	}
+	if n == 0 {
+		return mailroom.Identity{}, mailroom.NoReadGrant(owner.Address())
+	}
+	return owner, nil
 }
 
 // watermark returns the id of the newest message in the caller's inbox.

@@ -42,6 +42,10 @@ type Options struct {
 	// ChangePoll is how often the change watcher polls while someone is
 	// subscribed (DefaultChangePoll when 0).
 	ChangePoll time.Duration
+	// Terms, when set, returns the concept terms a message contributed to
+	// the document frequencies (concepts.Terms), so that a retraction can
+	// take them back; without it the frequencies keep them.
+	Terms func(subject, body string) []string
 }
 
 // Hooks let tests interleave events deterministically and inject failures.
@@ -61,6 +65,7 @@ type Store struct {
 	durable bool
 	log     *slog.Logger
 	hooks   Hooks
+	terms   func(subject, body string) []string
 	// wmu queues this process's writers in Go. SQLite admits one writer at
 	// a time anyway, and its busy handler waits by sleeping in growing
 	// steps, so many writers of one process contending inside SQLite starve
@@ -95,10 +100,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
+	s.terms = opts.Terms
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
+	// Deleted and retracted text is overwritten, not left in free space.
+	q.Add("_pragma", "secure_delete(1)")
 	q.Set("_txlock", "immediate")
 	var dsn string
 	if s.durable {

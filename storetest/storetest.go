@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("ConceptBatch", func(t *testing.T) { testConceptBatch(t, open(t)) })
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
+	RunLifecycle(t, open)
 }
 
 // env is a store with agents alice, bob, carol and a human dana.

@@ -1,0 +1,388 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/mailroom/mailroom"
+)
+
+// Unarchive clears the caller's archivedAt.
+func (s *Store) Unarchive(ctx context.Context, messageID string) (mailroom.UnarchiveReceipt, error) {
+	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET archived_at = NULL WHERE id = ?`)
+	if err != nil {
+		return mailroom.UnarchiveReceipt{}, err
+	}
+	return mailroom.UnarchiveReceipt{MessageID: messageID, Status: "unarchived", Durable: s.durable}, nil
+}
+
+// MarkUnread clears the caller's readAt (a role message's shared state).
+func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.UnreadReceipt, error) {
+	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET read_at = NULL, read_by = NULL WHERE id = ?`)
+	if err != nil {
+		return mailroom.UnreadReceipt{}, err
+	}
+	return mailroom.UnreadReceipt{MessageID: messageID, Status: "unread", Durable: s.durable}, nil
+}
+
+// recipientWrite runs update (one parameter: the delivery id) on the
+// caller's own delivery of messageID.
+func (s *Store) recipientWrite(ctx context.Context, messageID, update string) error {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *ptx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolveRecipient(ctx, tx, me, jsonStrings(roles), messageID)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, update, t.delivery)
+		return err
+	})
+}
+
+// Delete removes the message from the caller's mailbox for good.
+func (s *Store) Delete(ctx context.Context, messageID string) (mailroom.DeleteReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.DeleteReceipt{}, err
+	}
+	at := now()
+	err = s.write(ctx, func(tx *ptx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolve(ctx, tx, me, jsonStrings(roles), messageID)
+		if err != nil {
+			return err
+		}
+		// The personal delivery goes; a role delivery is the other
+		// holders' too, so the caller's tombstone hides it from them alone.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery WHERE message_seq = ? AND recipient_id = ?`, t.seq, me.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO message_deleted (identity_id, message_seq, deleted_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, me.ID, t.seq, ts(at))
+		return err
+	})
+	if err != nil {
+		return mailroom.DeleteReceipt{}, err
+	}
+	return mailroom.DeleteReceipt{MessageID: messageID, DeletedAt: at, Status: "deleted", Durable: s.durable}, nil
+}
+
+// Retract scrubs a message the caller sent.
+func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.RetractReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.RetractReceipt{}, err
+	}
+	scrubbed := false
+	err = s.write(ctx, func(tx *ptx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolve(ctx, tx, me, jsonStrings(roles), messageID)
+		if err != nil {
+			return err
+		}
+		if t.sender != me.ID {
+			return mailroom.NotSender(messageID)
+		}
+		var subject, body string
+		var retracted, pending bool
+		if err := tx.QueryRowContext(ctx, `SELECT subject, body, retracted, EXISTS (SELECT 1 FROM concept_job WHERE message_seq = seq) FROM message WHERE seq = ?`, t.seq).
+			Scan(&subject, &body, &retracted, &pending); err != nil {
+			return err
+		}
+		if retracted {
+			return nil
+		}
+		scrubbed = true
+		// External-content FTS5 forgets a row only when told its old text.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)`, t.seq, subject, body); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE message SET subject = '', body = '', retracted = 1 WHERE seq = ?`, t.seq); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body) VALUES (?, '', '')`, t.seq); err != nil {
+			return err
+		}
+		// A job still queued (or in a worker's hands) would tag the old
+		// text: drop it, and its worker's completion finds the lease lost.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM concept_job WHERE message_seq = ?`, t.seq); err != nil {
+			return err
+		}
+		// Extracted tags come from the text; tags the sender gave stay, as
+		// the other edges do.
+		removed, err := deleteConcepts(ctx, tx, `DELETE FROM message_concept WHERE message_seq = ? AND source <> 'caller' RETURNING concept_id`, t.seq)
+		if err != nil {
+			return err
+		}
+		if err := dropOrphanConcepts(ctx, tx, removed); err != nil {
+			return err
+		}
+		if !pending && s.terms != nil {
+			terms := jsonStrings(s.terms(subject, body))
+			if _, err := tx.ExecContext(ctx, `UPDATE concept_term SET df = df - 1 WHERE term IN (SELECT value FROM json_each(?))`, terms); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM concept_term WHERE df <= 0 AND term IN (SELECT value FROM json_each(?))`, terms); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE concept_corpus SET docs = max(docs - 1, 0) WHERE id = 1`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return mailroom.RetractReceipt{}, err
+	}
+	if scrubbed {
+		s.checkpoint(ctx)
+	}
+	return mailroom.RetractReceipt{MessageID: messageID, Retracted: true, Status: "retracted", Durable: s.durable}, nil
+}
+
+// checkpoint copies the WAL into the database and truncates it, so text a
+// retraction or purge scrubbed does not linger in old WAL frames. It is best
+// effort: a reader in another process can hold it off until the next one.
+func (s *Store) checkpoint(ctx context.Context) {
+	if !s.durable {
+		return
+	}
+	var busy, logFrames, done int
+	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
+	if err != nil || busy != 0 {
+		s.log.Warn("WAL checkpoint after scrubbing did not complete; the next one will", "err", err, "busy", busy)
+	}
+}
+
+func deleteConcepts(ctx context.Context, tx *ptx, q string, args ...any) ([]string, error) {
+	// Not cached: the statement returns rows we must drain before reuse.
+	rows, err := tx.Tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// dropOrphanConcepts removes the concept nodes in ids that no message
+// carries any more: their names come from message text.
+func dropOrphanConcepts(ctx context.Context, tx *ptx, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM concept WHERE id IN (SELECT value FROM json_each(?))
+		AND NOT EXISTS (SELECT 1 FROM message_concept mc WHERE mc.concept_id = concept.id)`, jsonStrings(unique(ids)))
+	return err
+}
+
+// Status counts the caller's mailbox in one read snapshot, with the same
+// inbox branches and conditions List uses.
+func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.Status{}, err
+	}
+	st := mailroom.Status{Identity: me.Address(), Roles: []mailroom.RoleCount{}}
+	err = s.read(ctx, func(tx *ptx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		rj := jsonStrings(roles)
+		unread := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, "")
+		var oldest sql.NullString
+		u := &st.Unread
+		err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(d.via = 'direct'), 0), coalesce(sum(d.via = 'broadcast'), 0), coalesce(sum(d.via = 'role'), 0),
+				coalesce(sum(s.kind = 'human'), 0), coalesce(sum(m.priority = 'high'), 0), coalesce(sum(m.priority = 'normal'), 0), coalesce(sum(m.priority = 'low'), 0),
+				min(m.created_at)
+			FROM (`+unread[0]+` UNION ALL `+unread[1]+`) b JOIN delivery d ON d.id = b.did JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id`,
+			me.ID, rj).Scan(&u.Total, &u.Direct, &u.Broadcast, &u.Role, &u.Human, &u.ByPriority.High, &u.ByPriority.Normal, &u.ByPriority.Low, &oldest)
+		if err != nil {
+			return err
+		}
+		st.OldestUnreadAt = parseNullTS(oldest)
+		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (`+archived[0]+`)) + (SELECT count(*) FROM (`+archived[1]+`))`, me.ID, rj).Scan(&st.Archived); err != nil {
+			return err
+		}
+		to := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?3)`)
+		for _, r := range roles {
+			rc := mailroom.RoleCount{Role: "role:" + r}
+			if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (`+to[0]+`)) + (SELECT count(*) FROM (`+to[1]+`))`, me.ID, rj, rc.Role).Scan(&rc.Unread); err != nil {
+				return err
+			}
+			st.Roles = append(st.Roles, rc)
+		}
+		st.Watermark, err = watermark(ctx, tx, me.ID, rj)
+		return err
+	})
+	return st, err
+}
+
+// purgeBatch bounds one purge transaction, so senders wait for a batch, not
+// for the whole purge.
+const purgeBatch = 2000
+
+// Purge removes old mail with its edges, index entries and concept tags.
+func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.PurgeReport, error) {
+	rep := mailroom.PurgeReport{Before: r.Before, DryRun: r.DryRun}
+	before := ts(r.Before)
+	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL)`
+	cond := `m.created_at < ?1`
+	if !r.IncludeUnread {
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM message m WHERE `+cond+` AND `+unread, before).Scan(&rep.Kept); err != nil {
+			return rep, err
+		}
+		cond += ` AND NOT ` + unread
+	}
+	if r.DryRun {
+		err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum((SELECT count(*) FROM delivery d WHERE d.message_seq = m.seq)), 0),
+			coalesce(sum((SELECT count(*) FROM message_concept c WHERE c.message_seq = m.seq)), 0)
+			FROM message m WHERE `+cond, before).Scan(&rep.Messages, &rep.Deliveries, &rep.Concepts)
+		return rep, err
+	}
+	for {
+		n := 0
+		err := s.write(ctx, func(tx *ptx) error {
+			seqs, err := strings1(ctx, tx, `SELECT m.seq FROM message m WHERE `+cond+` ORDER BY m.created_at LIMIT `+itoa(purgeBatch), before)
+			if err != nil || len(seqs) == 0 {
+				return err
+			}
+			n = len(seqs)
+			batch := "[" + strings.Join(seqs, ",") + "]"
+			in := ` IN (SELECT value FROM json_each(?1))`
+			threads, err := strings1(ctx, tx, `SELECT DISTINCT thread_id FROM message WHERE seq`+in, batch)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body) SELECT 'delete', seq, subject, body FROM message WHERE seq`+in, batch); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM delivery WHERE message_seq`+in, batch)
+			if err != nil {
+				return err
+			}
+			d, _ := res.RowsAffected()
+			removed, err := deleteConcepts(ctx, tx, `DELETE FROM message_concept WHERE message_seq`+in+` RETURNING concept_id`, batch)
+			if err != nil {
+				return err
+			}
+			for _, q := range []string{
+				`DELETE FROM message_to WHERE message_seq` + in,
+				`DELETE FROM message_session WHERE message_seq` + in,
+				`DELETE FROM message_ticket WHERE message_seq` + in,
+				`DELETE FROM concept_job WHERE message_seq` + in,
+				`DELETE FROM message_deleted WHERE message_seq` + in,
+				`UPDATE message SET in_reply_to = NULL WHERE in_reply_to` + in,
+				`DELETE FROM message WHERE seq` + in,
+			} {
+				if _, err := tx.ExecContext(ctx, q, batch); err != nil {
+					return err
+				}
+			}
+			if err := dropOrphanConcepts(ctx, tx, removed); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM thread WHERE id IN (SELECT value FROM json_each(?))
+				AND NOT EXISTS (SELECT 1 FROM message m WHERE m.thread_id = thread.id)`, jsonStrings(threads)); err != nil {
+				return err
+			}
+			rep.Messages += n
+			rep.Deliveries += int(d)
+			rep.Concepts += len(removed)
+			return nil
+		})
+		if err != nil {
+			return rep, err
+		}
+		if n < purgeBatch {
+			break
+		}
+	}
+	if rep.Messages > 0 {
+		s.checkpoint(ctx)
+	}
+	return rep, nil
+}
+
+// GrantReadInbox lets grantee read owner's inbox.
+func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error {
+	return s.write(ctx, func(tx *ptx) error {
+		g, o, err := grantPair(ctx, tx, grantee, owner)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO read_grant (grantee_id, owner_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, g.ID, o.ID, ts(now()))
+		return err
+	})
+}
+
+// RevokeReadInbox removes a read grant and reports whether it existed.
+func (s *Store) RevokeReadInbox(ctx context.Context, grantee, owner string) (bool, error) {
+	found := false
+	err := s.write(ctx, func(tx *ptx) error {
+		g, o, err := grantPair(ctx, tx, grantee, owner)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM read_grant WHERE grantee_id = ? AND owner_id = ?`, g.ID, o.ID)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		found = n > 0
+		return nil
+	})
+	return found, err
+}
+
+func grantPair(ctx context.Context, tx *ptx, grantee, owner string) (mailroom.Identity, mailroom.Identity, error) {
+	g, err := identityRef(ctx, tx, "grantee", grantee)
+	if err != nil {
+		return g, g, err
+	}
+	o, err := identityRef(ctx, tx, "owner", owner)
+	if err != nil {
+		return g, o, err
+	}
+	if g.ID == o.ID {
+		return g, o, mailroom.Errorf(mailroom.EINVALID, "%s already reads its own inbox", g.Address())
+	}
+	return g, o, nil
+}
+
+// identityRef finds an existing identity by reference: @name, name,
+// AGENT:name or human:login.
+func identityRef(ctx context.Context, tx *ptx, field, ref string) (mailroom.Identity, error) {
+	name, kind, err := mailroom.ParseOwner(ref)
+	if err != nil {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.EINVALID, "%s: %q is not an identity (use @name or human:login)", field, ref)
+	}
+	id, err := identityByName(ctx, tx, name)
+	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != kind && kind != "") {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.ENOTFOUND, "%s: unknown identity %s", field, mailroom.Identity{Name: name, Kind: kind}.Address())
+	}
+	id.Name = name
+	return id, err
+}
