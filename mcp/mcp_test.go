@@ -80,6 +80,11 @@ func TestToolWithoutIdentityAnswersAClearError(t *testing.T) {
 		{"archive_message", map[string]any{"messageId": "MESSAGE:x"}},
 		{"mark_read", map[string]any{"messageId": "MESSAGE:x"}},
 		{"mark_read", map[string]any{"all": true}},
+		{"unarchive_message", map[string]any{"messageId": "MESSAGE:x"}},
+		{"mark_unread", map[string]any{"messageId": "MESSAGE:x"}},
+		{"delete_message", map[string]any{"messageId": "MESSAGE:x"}},
+		{"retract_message", map[string]any{"messageId": "MESSAGE:x"}},
+		{"mailbox_status", map[string]any{}},
 	}
 	for _, call := range calls {
 		t.Run(call.tool, func(t *testing.T) {

@@ -72,11 +72,22 @@ func (s *Server) MCPServer() *gomcp.Server {
 		"archive_message": s.archiveMessage,
 		"mark_read":       s.markRead,
 		"list_concepts":   s.listConcepts,
+
+		"unarchive_message": onMessage(s.store.Unarchive),
+		"mark_unread":       onMessage(s.store.MarkUnread),
+		"delete_message":    onMessage(s.store.Delete),
+		"retract_message":   onMessage(s.store.Retract),
+		"mailbox_status":    s.mailboxStatus,
 	}
 	for _, t := range tools {
 		h := handlers[t.name]
+		if h == nil {
+			panic("mcp: no handler for tool " + t.name)
+		}
 		declared := t.declared()
-		ann := &gomcp.ToolAnnotations{Title: t.title, ReadOnlyHint: t.readOnly, IdempotentHint: t.idempotent, DestructiveHint: &t.destructive, OpenWorldHint: new(bool)}
+		// The title is the tool's own; the hints tell clients which calls
+		// are safe to approve without asking.
+		ann := &gomcp.ToolAnnotations{ReadOnlyHint: t.readOnly, IdempotentHint: t.idempotent, DestructiveHint: &t.destructive, OpenWorldHint: new(bool)}
 		srv.AddTool(&gomcp.Tool{
 			Name:         t.name,
 			Title:        t.title,

@@ -89,6 +89,21 @@ func (s *Server) listMessages(ctx context.Context, req *gomcp.CallToolRequest, a
 	if in.Offset, err = a.integer("offset"); err != nil {
 		return nil, err
 	}
+	if in.ArchivedOnly, err = a.boolean("archivedOnly"); err != nil {
+		return nil, err
+	}
+	if in.Via, err = a.str("via"); err != nil {
+		return nil, err
+	}
+	if in.Priority, err = a.str("priority"); err != nil {
+		return nil, err
+	}
+	if in.Of, err = a.str("of"); err != nil {
+		return nil, err
+	}
+	if in.RelatedTo, err = a.str("relatedTo"); err != nil {
+		return nil, err
+	}
 	f, err := in.Filter()
 	if err != nil {
 		return nil, err
@@ -112,7 +127,33 @@ func (s *Server) getMessage(ctx context.Context, req *gomcp.CallToolRequest, a a
 	if err != nil {
 		return nil, err
 	}
-	return s.store.Get(ctx, id)
+	of, err := a.str("of")
+	if err != nil || of == "" {
+		if err != nil {
+			return nil, err
+		}
+		return s.store.Get(ctx, id)
+	}
+	owner, kind, err := mailroom.ParseOwner(of)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.GetOf(ctx, owner, kind, id)
+}
+
+// onMessage adapts a store call on one message id to a handler.
+func onMessage[R any](call func(context.Context, string) (R, error)) handler {
+	return func(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
+		id, err := messageID(a)
+		if err != nil {
+			return nil, err
+		}
+		return call(ctx, id)
+	}
+}
+
+func (s *Server) mailboxStatus(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
+	return s.store.Status(ctx)
 }
 
 func (s *Server) archiveMessage(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
