@@ -36,7 +36,9 @@ func fileHolds(t *testing.T, path, word string) []string {
 func TestRetractionLeavesNoTextInTheFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	terms := func(subject, body string) []string { return concepts.Terms(concepts.Document{Subject: subject, Body: body}) }
+	terms := func(subject, body string) []string {
+		return concepts.Terms(concepts.Document{Subject: subject, Body: body})
+	}
 	s := open(t, path, sqlite.Options{Terms: terms})
 	alice, _ := s.EnsureAgent(ctx, "alice")
 	bob, _ := s.EnsureAgent(ctx, "bob")

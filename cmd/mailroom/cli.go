@@ -53,7 +53,7 @@ func NewMain(stdout, stderr io.Writer, getenv func(string) string) *Main {
 // returning its *cobra.Command (see admin.go for small examples) and list it
 // here; its RunE is m.action(...).
 func (m *Main) commands() []*cobra.Command {
-	return []*cobra.Command{
+	return append([]*cobra.Command{
 		m.serveCmd(),
 		m.tokenCmd(),
 		m.identityCmd(),
@@ -63,7 +63,8 @@ func (m *Main) commands() []*cobra.Command {
 		m.sendCmd(),
 		m.markReadCmd(),
 		m.statusCmd(),
-	}
+		m.purgeCmd(),
+	}, m.readGrantCmds()...)
 }
 
 func (m *Main) rootCmd() *cobra.Command {
@@ -182,7 +183,7 @@ func defaultDB(getenv func(string) string) string {
 }
 
 func (m *Main) open(ctx context.Context) error {
-	s, err := sqlite.Open(ctx, m.db, sqlite.Options{Logger: m.log})
+	s, err := sqlite.Open(ctx, m.db, sqlite.Options{Logger: m.log, Terms: conceptTerms})
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", m.db, err)
 	}

@@ -6,7 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { AGENTS, HUMAN, closeWorld, createWorld, runCli } from './harness.mjs';
 import { STRINGIFIED_ACCEPTED, declaredArrayArgs } from './profiles.mjs';
 
-const TOOLS = ['add_message', 'list_messages', 'get_message', 'archive_message', 'mark_read', 'list_concepts'];
+const TOOLS = ['add_message', 'list_messages', 'get_message', 'archive_message', 'mark_read', 'list_concepts',
+  'unarchive_message', 'mark_unread', 'delete_message', 'retract_message', 'mailbox_status'];
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
 const FAKE = 'MESSAGE:01J0000000000000000000FAKE';
 
@@ -541,6 +542,96 @@ export function scenario(transport, profileName, { env = {} } = {}) {
         }
       });
     }
+
+    it('lifecycle: unarchive, mark_unread, delete, retract, mailbox_status, read grants, relatedTo', async () => {
+      const id = (await alice.ok('add_message', { to: ['@bob', '@carol'], subject: 'Lifecycle zorblatt', body: 'the zorblatt plan', taggedConcepts: ['lifecycle', 'zorblatt'] })).messageId;
+      const nf = `Message not found: ${id}`;
+      // Annotations tell clients which calls are safe to approve.
+      for (const [tool, ro, destructive] of [['mailbox_status', true, false], ['delete_message', false, true], ['retract_message', false, true], ['unarchive_message', false, false], ['mark_unread', false, false]]) {
+        const a = alice.tools[tool].annotations;
+        assert.equal(a?.readOnlyHint ?? false, ro, `${tool}.readOnlyHint`);
+        assert.equal(a?.destructiveHint, destructive, `${tool}.destructiveHint`);
+        assert.equal(a?.idempotentHint, true, `${tool}.idempotentHint`);
+      }
+
+      await bob.ok('mark_read', { messageId: id });
+      const u = await bob.ok('mark_unread', { messageId: id });
+      assert.deepEqual([u.messageId, u.status, u.readAt, u.durable], [id, 'unread', null, true]);
+      assert.equal(rowOf(await inbox(bob), id).readAt, null);
+      await bob.ok('mark_unread', { messageId: id }); // already unread: idempotent
+      await alice.fails('mark_unread', { messageId: id }, `Not a recipient: ${id}`);
+      await carol.fails('mark_unread', { messageId: FAKE }, `Message not found: ${FAKE}`);
+
+      await bob.ok('archive_message', { messageId: id });
+      const ua = await bob.ok('unarchive_message', { messageId: id });
+      assert.deepEqual([ua.status, ua.archivedAt], ['unarchived', null]);
+      assert.ok(rowOf(await inbox(bob), id), 'unarchived mail is listed again');
+      await bob.ok('unarchive_message', { messageId: id });
+      await alice.fails('unarchive_message', { messageId: id }, `Not a recipient: ${id}`);
+      await mallory.fails('unarchive_message', { messageId: id }, nf);
+
+      // mailbox_status counts equal list_messages totals.
+      const st = await bob.ok('mailbox_status', {});
+      assert.equal(st.identity, '@bob');
+      assert.equal(st.unread.total, (await bob.ok('list_messages', { unreadOnly: true })).totalCount);
+      assert.equal(st.unread.direct, (await bob.ok('list_messages', { unreadOnly: true, via: 'direct' })).totalCount);
+      assert.equal(st.unread.broadcast, (await bob.ok('list_messages', { unreadOnly: true, via: 'broadcast' })).totalCount);
+      assert.equal(st.unread.role, (await bob.ok('list_messages', { unreadOnly: true, via: 'role' })).totalCount);
+      assert.equal(st.unread.human, (await bob.ok('list_messages', { unreadOnly: true, from: 'human:*' })).totalCount);
+      for (const p of ['high', 'normal', 'low']) {
+        assert.equal(st.unread.byPriority[p], (await bob.ok('list_messages', { unreadOnly: true, priority: p })).totalCount, `byPriority.${p}`);
+      }
+      assert.equal(st.archived, (await bob.ok('list_messages', { archivedOnly: true })).totalCount);
+      for (const r of st.roles) assert.equal(r.unread, (await bob.ok('list_messages', { unreadOnly: true, to: r.role })).totalCount, r.role);
+      assert.ok(st.roles.some((r) => r.role === 'role:reviewer'), 'bob holds role:reviewer');
+      assert.equal(st.unread.direct + st.unread.broadcast + st.unread.role, st.unread.total);
+
+      // Read delegation: mallory reads alice's inbox only with a grant, and changes nothing.
+      const forAlice = (await bob.ok('add_message', { to: '@alice', subject: 'For alice only', body: 'b' })).messageId;
+      await mallory.fails('list_messages', { of: '@alice' }, 'No read grant for @alice');
+      await mallory.fails('get_message', { messageId: forAlice, of: '@alice' }, 'No read grant for @alice');
+      await runCli(['grant', 'read-inbox', '--db', w.db, '@mallory', '@alice'], { dir: w.dir });
+      const seen = await mallory.ok('list_messages', { of: '@alice', limit: 200 });
+      assert.ok(ids(seen).includes(forAlice), 'the grantee sees the owner inbox');
+      assert.equal(seen.totalCount, (await inbox(alice)).totalCount);
+      assert.equal((await mallory.ok('get_message', { messageId: forAlice, of: '@alice' })).subject, 'For alice only');
+      for (const tool of ['mark_read', 'mark_unread', 'archive_message', 'unarchive_message', 'delete_message', 'retract_message']) {
+        await mallory.fails(tool, { messageId: forAlice }, `Message not found: ${forAlice}`);
+        await mallory.fails(tool, { messageId: forAlice, of: '@alice' }, "Unknown argument 'of'");
+      }
+      const g = await alice.ok('get_message', { messageId: forAlice });
+      assert.deepEqual([g.readAt, g.archivedAt, g.retracted], [null, null, false], 'the grantee changed the owner mail');
+      await runCli(['revoke', 'read-inbox', '--db', w.db, '@mallory', '@alice'], { dir: w.dir });
+      await mallory.fails('list_messages', { of: '@alice' }, 'No read grant for @alice');
+
+      // relatedTo: shared concepts first, the message itself excluded.
+      const rel = (await alice.ok('add_message', { to: '@bob', subject: 'Related', body: 'b', taggedConcepts: ['zorblatt', 'lifecycle'] })).messageId;
+      const part = (await alice.ok('add_message', { to: '@bob', subject: 'Partly related', body: 'b', taggedConcepts: ['zorblatt'] })).messageId;
+      const related = await bob.ok('list_messages', { relatedTo: id });
+      assert.deepEqual(ids(related).slice(0, 2), [rel, part], 'most shared concepts first');
+      assert.ok(!ids(related).includes(id), 'the message itself is excluded');
+      await mallory.fails('list_messages', { relatedTo: id }, nf);
+
+      // Retraction is the sender's; the text is gone from every view and the index.
+      await bob.fails('retract_message', { messageId: id }, `Not the sender: ${id}`);
+      await mallory.fails('retract_message', { messageId: id }, nf);
+      const rt = await alice.ok('retract_message', { messageId: id });
+      assert.deepEqual([rt.status, rt.retracted], ['retracted', true]);
+      await alice.ok('retract_message', { messageId: id }); // already retracted: idempotent
+      const gone = await carol.ok('get_message', { messageId: id });
+      assert.deepEqual([gone.retracted, gone.subject, gone.body], [true, '', '']);
+      assert.equal((await carol.ok('list_messages', { query: 'zorblatt' })).totalCount, 0, 'the index still finds retracted text');
+
+      // Deletion is per recipient; a second delete finds nothing.
+      const del = await bob.ok('delete_message', { messageId: id });
+      assert.deepEqual([del.status, typeof del.deletedAt], ['deleted', 'string']);
+      await bob.fails('get_message', { messageId: id }, nf);
+      await bob.fails('delete_message', { messageId: id }, nf);
+      assert.ok(rowOf(await inbox(carol), id), 'carol keeps her copy');
+      await alice.ok('delete_message', { messageId: id });
+      assert.ok(!ids(await inbox(alice, { box: 'outbox' })).includes(id), 'deleted from the outbox');
+      await mallory.fails('delete_message', { messageId: FAKE }, `Message not found: ${FAKE}`);
+    });
 
     it('the client profile did what it claims', async () => {
       if (profileName === 'stringified') {
