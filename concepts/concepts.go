@@ -19,16 +19,15 @@
 //     distinctive name, while file paths count half, since they say where
 //     rather than what. Numbers, times, URLs, @handles and #refs are never
 //     candidates.
-//   - Stop words (an English function-word list, the verbs and adverbs of
-//     engineering prose, and agent-mail boilerplate such as "please",
-//     "thanks", "handoff", "ruling", "follow-up"), the inflected forms of
-//     common verbs, -ly adverbs, and punctuation split the
-//     text into runs of content words; every 1- to 3-word sequence inside a
-//     run is a candidate phrase.
-//   - Words are folded with the Porter stemmer (1980), implemented in this
-//     package: no stemming module was among the vetted Go modules, the
-//     algorithm is short and fixed, and a dependency for it would be the
-//     only one outside the standard library in this package.
+//   - Stop words (the Snowball English stop list, github.com/kljensen/snowball,
+//     widened in stopwords.go with the verbs and adverbs of engineering
+//     prose and agent-mail boilerplate such as "please", "thanks",
+//     "handoff", "ruling", "follow-up"), the inflected forms of common
+//     verbs, -ly adverbs, and punctuation split the text into runs of
+//     content words; every 1- to 3-word sequence inside a run is a
+//     candidate phrase.
+//   - Words are folded with the English Snowball (Porter2) stemmer of the
+//     same module.
 //   - A candidate scores by its frequency in the message (subject
 //     occurrences count three times), by the mean frequency of its words, and
 //     by rarity across the mailbox (IDF from Stats). The IDF is smoothed

@@ -2,40 +2,16 @@ package concepts
 
 import "strings"
 
-// stopWords are words that carry no topic. They break candidate phrases and
-// are never concepts themselves: a general English function-word list,
-// widened with the verbs, adverbs and units that fill engineering prose, the
-// forms of verbs, the weakWords, and agent-mail boilerplate (greetings,
-// handoff and review framing, status words). Built once, never mutated.
+// stopWords are mailroom's own words that carry no topic, on top of the
+// Snowball English stop list (see isStopWord): the verbs, adverbs and units
+// that fill engineering prose, the forms of verbs, the weakWords, and
+// agent-mail boilerplate (greetings, handoff and review framing, status
+// words). They break candidate phrases and are never concepts themselves.
+// Built once, never mutated.
 var stopWords = buildStopWords()
 
 // stopList is the literal part of stopWords.
 const stopList = `
-a about above across actually after afterwards again against ago all almost alone along
-already also although always am among amongst an and another any anybody anyhow anyone
-anything anyway anywhere are aren't around as aside at away back be became because become
-becomes becoming been before beforehand behind being below beside besides best better
-between beyond both but by can can't cannot could couldn't did didn't do does doesn't
-doing don't done down due during each either else elsewhere enough especially etc even
-ever every everybody everyone everything everywhere except far few fewer first for
-former formerly from further furthermore had hadn't has hasn't have haven't having he
-he'd he'll he's hence her here here's hereby herein hers herself him himself his how
-how's however i i'd i'll i'm i've ie if in indeed inside instead into is isn't it it'd
-it'll it's its itself just last lately later latter least less let let's like likely
-little lot lots many may maybe me meanwhile might mine more moreover most mostly much
-must mustn't my myself namely neither never nevertheless next no nobody none noone nor
-not nothing now nowhere of off often on once one ones only onto or other others
-otherwise ought our ours ourselves out outside over overall own per perhaps quite
-rather really same several shall shan't she she'd she'll she's should shouldn't since
-so some somebody somehow someone something sometime sometimes somewhat somewhere soon
-still such than that that's the their theirs them themselves then thence there
-there's thereafter thereby therefore therein these they they'd they'll they're they've
-third this those though through throughout thru thus to together too toward towards
-twice under underneath unless unlike until up upon us very via was wasn't we we'd we'll
-we're we've well were weren't what what's whatever when when's whence whenever where
-where's whereas whereby wherever whether which while whither who who's whoever whole
-whom whose why why's will with within without won't would wouldn't yet you you'd you'll
-you're you've your yours yourself yourselves
 e.g i.e eg vs etc cf aka via
 
 zero two three four five six seven eight nine ten eleven twelve twenty hundred thousand

@@ -88,7 +88,7 @@ func tokenize(s string) []token {
 func classify(text string) token {
 	t := token{text: text}
 	lower := strings.ToLower(strings.ReplaceAll(text, "’", "'"))
-	if stopWords[lower] {
+	if isStopWord(lower) {
 		return t
 	}
 	for _, suffix := range []string{"'s", "’s", "'S", "’S"} {
@@ -101,7 +101,7 @@ func classify(text string) token {
 	}
 	first, _ := utf8.DecodeRuneInString(text)
 	switch {
-	case text == "" || strings.Contains(lower, "'") || stopWords[lower]:
+	case text == "" || strings.Contains(lower, "'") || isStopWord(lower):
 		return t // contractions are function words
 	case strings.Contains(lower, "://") || strings.HasPrefix(lower, "www."):
 		return t

@@ -10,6 +10,7 @@ import (
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/concepts"
 	"github.com/mailroom/mailroom/mcp"
+	"github.com/mailroom/mailroom/ollama"
 	"github.com/spf13/cobra"
 )
 
@@ -128,7 +129,7 @@ func (m *Main) conceptWorker(f serveFlags) (*concepts.Worker, error) {
 	case "off":
 		return nil, nil
 	case "ollama":
-		o, err := concepts.NewOllama(concepts.OllamaOptions{URL: f.ollamaURL, Model: f.conceptModel, Fallback: x, Logger: m.log})
+		o, err := ollama.New(ollama.Options{URL: f.ollamaURL, Model: f.conceptModel, Fallback: x, Logger: m.log})
 		if err != nil {
 			return nil, err
 		}

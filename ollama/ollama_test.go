@@ -1,4 +1,4 @@
-package concepts
+package ollama
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/concepts"
 )
 
 // stubExtractor is a fallback that records that it was asked.
@@ -26,7 +27,7 @@ type stubExtractor struct {
 
 var stubConcepts = []mailroom.Concept{{ID: "CONCEPT:from-fallback", Name: "from fallback"}}
 
-func (s *stubExtractor) Extract(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
+func (s *stubExtractor) Extract(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -76,11 +77,11 @@ func ollamaReply(w http.ResponseWriter, content string) {
 	})
 }
 
-func newTestOllama(t *testing.T, url string, timeout time.Duration) (*Ollama, *stubExtractor, *syncBuffer) {
+func newTestOllama(t *testing.T, url string, timeout time.Duration) (*Extractor, *stubExtractor, *syncBuffer) {
 	t.Helper()
 	fb := &stubExtractor{}
 	logs := &syncBuffer{}
-	o, err := NewOllama(OllamaOptions{
+	o, err := New(Options{
 		URL:      url,
 		Model:    "gemma3:1b",
 		Timeout:  timeout,
@@ -93,7 +94,7 @@ func newTestOllama(t *testing.T, url string, timeout time.Duration) (*Ollama, *s
 	return o, fb, logs
 }
 
-var testDoc = Document{Subject: "Handoff: POL-358 refund retries", Body: "The refund webhook now retries with exponential backoff."}
+var testDoc = concepts.Document{Subject: "Handoff: POL-358 refund retries", Body: "The refund webhook now retries with exponential backoff."}
 
 func TestOllamaRequestAndAnswer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -321,21 +322,21 @@ func TestOllamaCallerCancelled(t *testing.T) {
 }
 
 func TestOllamaDefaults(t *testing.T) {
-	o, err := NewOllama(OllamaOptions{})
+	o, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Name() != "ollama:"+DefaultOllamaModel || o.endpoint != DefaultOllamaURL+"/api/chat" ||
-		o.timeout != DefaultOllamaTimeout || o.fallback.Name() != "embedded" {
+	if o.Name() != "ollama:"+DefaultModel || o.endpoint != DefaultURL+"/api/chat" ||
+		o.timeout != DefaultTimeout || o.fallback.Name() != "embedded" {
 		t.Errorf("defaults: %+v", o)
 	}
-	o, err = NewOllama(OllamaOptions{URL: "http://ollama:11434/"})
+	o, err = New(Options{URL: "http://ollama:11434/"})
 	if err != nil || o.endpoint != "http://ollama:11434/api/chat" {
 		t.Errorf("trailing slash: endpoint %q, err %v", o.endpoint, err)
 	}
 	for _, bad := range []string{"localhost:11434", "ftp://x", "http://", "::"} {
-		if _, err := NewOllama(OllamaOptions{URL: bad}); mailroom.ErrorCode(err) != mailroom.EINVALID {
-			t.Errorf("NewOllama(URL %q) error %v, want invalid", bad, err)
+		if _, err := New(Options{URL: bad}); mailroom.ErrorCode(err) != mailroom.EINVALID {
+			t.Errorf("New(URL %q) error %v, want invalid", bad, err)
 		}
 	}
 }

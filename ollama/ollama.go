@@ -1,4 +1,7 @@
-package concepts
+// Package ollama is a concept extractor (concepts.Extractor) backed by a
+// model served by Ollama's HTTP chat API; it adapts that outside service,
+// as package concepts adapts none.
+package ollama
 
 import (
 	"bytes"
@@ -15,18 +18,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/concepts"
 )
 
-// Defaults of OllamaOptions.
+// Defaults of Options.
 const (
-	// DefaultOllamaURL is where a local Ollama listens.
-	DefaultOllamaURL = "http://localhost:11434"
-	// DefaultOllamaModel is Ollama's "gemma3" tag, the 4B instruction-tuned
+	// DefaultURL is where a local Ollama listens.
+	DefaultURL = "http://localhost:11434"
+	// DefaultModel is Ollama's "gemma3" tag, the 4B instruction-tuned
 	// Gemma 3: small enough for a laptop CPU, good at short structured
 	// answers.
-	DefaultOllamaModel = "gemma3"
-	// DefaultOllamaTimeout bounds one extraction, model load included.
-	DefaultOllamaTimeout = 20 * time.Second
+	DefaultModel = "gemma3"
+	// DefaultTimeout bounds one extraction, model load included.
+	DefaultTimeout = 20 * time.Second
 )
 
 const (
@@ -36,41 +40,41 @@ const (
 	maxOllamaAnswer = 5        // maxItems of the answer schema
 )
 
-// OllamaOptions configure an Ollama extractor. Zero fields take defaults.
-type OllamaOptions struct {
-	URL     string        // Ollama's base URL; DefaultOllamaURL if empty
-	Model   string        // model tag; DefaultOllamaModel if empty
-	Timeout time.Duration // per extraction; DefaultOllamaTimeout if zero
+// Options configure an Ollama extractor. Zero fields take defaults.
+type Options struct {
+	URL     string        // Ollama's base URL; DefaultURL if empty
+	Model   string        // model tag; DefaultModel if empty
+	Timeout time.Duration // per extraction; DefaultTimeout if zero
 	// Fallback answers when the model cannot: unreachable, too slow, a
 	// non-200 status, or an answer outside the schema. Nil means an
 	// Embedded extractor without Stats.
-	Fallback   Extractor
+	Fallback   concepts.Extractor
 	Logger     *slog.Logger // where fallbacks are reported; slog.Default if nil
 	HTTPClient *http.Client // http.DefaultClient if nil
 }
 
-// Ollama extracts concepts with a model served by Ollama's chat API.
-type Ollama struct {
+// Extractor extracts concepts with a model served by Ollama's chat API.
+type Extractor struct {
 	endpoint string // {URL}/api/chat
 	model    string
 	timeout  time.Duration
-	fallback Extractor
+	fallback concepts.Extractor
 	logger   *slog.Logger
 	client   *http.Client
 }
 
-// NewOllama returns an Ollama extractor. It fails only on a malformed URL; it
+// New returns an Ollama extractor. It fails only on a malformed URL; it
 // does not contact the server, which may come up later.
-func NewOllama(opts OllamaOptions) (*Ollama, error) {
+func New(opts Options) (*Extractor, error) {
 	raw := opts.URL
 	if raw == "" {
-		raw = DefaultOllamaURL
+		raw = DefaultURL
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, mailroom.Errorf(mailroom.EINVALID, "ollama url %q: want http://host:port or https://host:port", raw)
 	}
-	o := &Ollama{
+	o := &Extractor{
 		endpoint: strings.TrimRight(u.String(), "/") + "/api/chat",
 		model:    opts.Model,
 		timeout:  opts.Timeout,
@@ -79,13 +83,13 @@ func NewOllama(opts OllamaOptions) (*Ollama, error) {
 		client:   opts.HTTPClient,
 	}
 	if o.model == "" {
-		o.model = DefaultOllamaModel
+		o.model = DefaultModel
 	}
 	if o.timeout <= 0 {
-		o.timeout = DefaultOllamaTimeout
+		o.timeout = DefaultTimeout
 	}
 	if o.fallback == nil {
-		o.fallback = NewEmbedded(nil)
+		o.fallback = concepts.NewEmbedded(nil)
 	}
 	if o.logger == nil {
 		o.logger = slog.Default()
@@ -96,20 +100,20 @@ func NewOllama(opts OllamaOptions) (*Ollama, error) {
 	return o, nil
 }
 
-// Name implements Extractor.
-func (o *Ollama) Name() string { return "ollama:" + o.model }
+// Name implements concepts.Extractor.
+func (o *Extractor) Name() string { return "ollama:" + o.model }
 
-// Extract implements Extractor. When the model fails it logs why and returns
+// Extract implements concepts.Extractor. When the model fails it logs why and returns
 // the fallback's concepts; it returns an error only when ctx itself is done
 // or the fallback fails.
-func (o *Ollama) Extract(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
+func (o *Extractor) Extract(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, error) {
 	cs, _, err := o.ExtractFrom(ctx, doc)
 	return cs, err
 }
 
 // ExtractFrom implements Sourced: it says whether the model or the fallback
 // answered, so tags record where they came from.
-func (o *Ollama) ExtractFrom(ctx context.Context, doc Document) ([]mailroom.Concept, string, error) {
+func (o *Extractor) ExtractFrom(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, string, error) {
 	got, err := o.ask(ctx, doc)
 	if err == nil {
 		return got, o.Name(), nil
@@ -166,7 +170,7 @@ Rules:
 - No greetings, no status words (handoff, review, update, question), no sentences.`
 
 // ask puts doc to the model and parses its answer.
-func (o *Ollama) ask(ctx context.Context, doc Document) ([]mailroom.Concept, error) {
+func (o *Extractor) ask(ctx context.Context, doc concepts.Document) ([]mailroom.Concept, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	body := truncate(doc.Body, maxPromptBody)
@@ -271,4 +275,16 @@ func snippet(data []byte) string {
 		s = s[:cut] + "..."
 	}
 	return s
+}
+
+// truncate cuts s to at most n bytes without splitting a character: the
+// start of a message says what it is about.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
