@@ -202,7 +202,10 @@ func WriteStatus(w io.Writer, s Status) error {
 	}
 	row("Watermark", wm)
 	if len(s.Roles) > 0 {
-		roles := append([]string(nil), s.Roles...)
+		var roles []string
+		for _, r := range s.Roles {
+			roles = append(roles, fmt.Sprintf("%s (%d unread)", r.Role, r.Unread))
+		}
 		sort.Strings(roles)
 		row("Roles", strings.Join(roles, ", "))
 	}

@@ -17,10 +17,16 @@ type Status struct {
 		Human      *int           `json:"human,omitempty"`
 		ByPriority map[string]int `json:"byPriority,omitempty"`
 	} `json:"unread"`
-	OldestUnreadAt *time.Time `json:"oldestUnreadAt"`
-	Archived       *int       `json:"archived,omitempty"`
-	Watermark      *string    `json:"watermark"`
-	Roles          []string   `json:"roles,omitempty"`
+	OldestUnreadAt *time.Time  `json:"oldestUnreadAt"`
+	Archived       *int        `json:"archived,omitempty"`
+	Watermark      *string     `json:"watermark"`
+	Roles          []RoleCount `json:"roles,omitempty"`
+}
+
+// RoleCount is one role the identity holds and its unread mail.
+type RoleCount struct {
+	Role   string `json:"role"`
+	Unread int    `json:"unread"`
 }
 
 // Status returns the mailbox's counts from the mailbox_status tool. A
