@@ -14,24 +14,27 @@ import (
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/concepts"
 	"github.com/mailroom/mailroom/sqlite"
+	"github.com/mailroom/mailroom/storetest"
 )
 
 type workerEnv struct {
 	s          *sqlite.Store
+	clock      *storetest.Clock
 	alice, bob context.Context
 }
 
 func newWorkerEnv(t *testing.T) workerEnv {
 	t.Helper()
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{})
+	clock := storetest.NewClock()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "w.db"), sqlite.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	a, _ := s.EnsureAgent(ctx, "alice")
 	b, _ := s.EnsureAgent(ctx, "bob")
-	return workerEnv{s: s, alice: mailroom.WithCaller(ctx, a), bob: mailroom.WithCaller(ctx, b)}
+	return workerEnv{s: s, clock: clock, alice: mailroom.WithCaller(ctx, a), bob: mailroom.WithCaller(ctx, b)}
 }
 
 func (e workerEnv) send(t *testing.T, subject, body string) string {
@@ -163,16 +166,19 @@ func TestWorkerRetriesFailures(t *testing.T) {
 	id := e.send(t, "Billing webhook retries", "Stripe webhook retries double-charge customers; idempotency keys fix it.")
 	x := &counting{Extractor: concepts.NewEmbedded(nil), calls: map[string]int{}}
 	x.fail.Store(2)
-	w := concepts.NewWorker(e.s, x, concepts.WorkerOptions{MaxBackoff: time.Millisecond})
+	w := concepts.NewWorker(e.s, x, concepts.WorkerOptions{MaxBackoff: time.Minute})
 	ctx := context.Background()
 	for i := 0; len(e.concepts(t, id)) == 0; i++ {
-		if i > 200 {
+		if i > 5 {
 			t.Fatal("never completed")
 		}
 		if _, err := w.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond)
+		if worked, err := w.Step(ctx); worked || err != nil {
+			t.Fatalf("a failed job was retried before its backoff: %v %v", worked, err)
+		}
+		e.clock.Advance(time.Minute)
 	}
 	if n := x.calls["Billing webhook retries"]; n != 3 {
 		t.Fatalf("extracted %d times, want 2 failures and 1 success", n)
@@ -195,7 +201,7 @@ func TestWorkerResumesAfterCrash(t *testing.T) {
 	if worked, err := w.Step(ctx); worked || err != nil {
 		t.Fatalf("took a leased job: %v %v", worked, err)
 	}
-	time.Sleep(550 * time.Millisecond)
+	e.clock.Advance(550 * time.Millisecond)
 	if worked, err := w.Step(ctx); !worked || err != nil {
 		t.Fatalf("did not resume the abandoned job: %v %v", worked, err)
 	}

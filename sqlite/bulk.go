@@ -121,7 +121,7 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 	var threads, messages, tos, deliveries, sessions, tickets, concepts, jobs []any
 	for i := range k {
 		seq := first + int64(i)
-		at := ts(now())
+		at := ts(tx.now())
 		threadID := p.thread
 		if threadID == "" {
 			threadID = mailroom.NewThreadID()

@@ -19,14 +19,14 @@ func (s *Store) ClaimConceptJobs(ctx context.Context, worker string, lease time.
 	// write lock that senders need.
 	var due int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM concept_job
-		WHERE run_after <= ?1 AND (locked_until IS NULL OR locked_until < ?1) LIMIT 1)`, ts(now())).Scan(&due)
+		WHERE run_after <= ?1 AND (locked_until IS NULL OR locked_until < ?1) LIMIT 1)`, ts(s.now())).Scan(&due)
 	if err != nil || due == 0 {
 		return nil, err
 	}
 	var jobs []mailroom.ConceptJob
 	err = s.writeBackground(ctx, func(tx *ptx) error {
 		jobs = jobs[:0]
-		at := now()
+		at := tx.now()
 		rows, err := tx.QueryContext(ctx, `UPDATE concept_job SET locked_by = ?1, locked_until = ?2, attempts = attempts + 1
 			WHERE message_seq IN (SELECT message_seq FROM concept_job
 				WHERE run_after <= ?3 AND (locked_until IS NULL OR locked_until < ?3)
@@ -109,7 +109,7 @@ func (s *Store) RetryConceptJob(ctx context.Context, job mailroom.ConceptJob, re
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE concept_job SET locked_by = NULL, locked_until = NULL, run_after = ?, last_error = ? WHERE message_seq = ?`,
-			ts(now().Add(after)), reason, job.Seq)
+			ts(tx.now().Add(after)), reason, job.Seq)
 		return err
 	})
 }

@@ -36,7 +36,7 @@ func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind
 }
 
 func ensureIdentity(ctx context.Context, tx *ptx, name string, kind mailroom.Kind) (mailroom.Identity, error) {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO identity (name, kind, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, kind, ts(now())); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO identity (name, kind, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, kind, ts(tx.now())); err != nil {
 		return mailroom.Identity{}, err
 	}
 	id, err := identityByName(ctx, tx, name)
@@ -83,7 +83,7 @@ func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 // AddToken stores a token digest for an identity.
 func (s *Store) AddToken(ctx context.Context, identityID int64, digest []byte) error {
 	return s.write(ctx, func(tx *ptx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES (?, ?, ?)`, digest, identityID, ts(now()))
+		_, err := tx.ExecContext(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES (?, ?, ?)`, digest, identityID, ts(tx.now()))
 		return err
 	})
 }

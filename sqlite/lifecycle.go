@@ -53,7 +53,7 @@ func (s *Store) Delete(ctx context.Context, messageID string) (mailroom.DeleteRe
 	if err != nil {
 		return mailroom.DeleteReceipt{}, err
 	}
-	at := now()
+	at := s.now()
 	err = s.write(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
@@ -333,7 +333,7 @@ func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO read_grant (grantee_id, owner_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, g.ID, o.ID, ts(now()))
+		_, err = tx.ExecContext(ctx, `INSERT INTO read_grant (grantee_id, owner_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, g.ID, o.ID, ts(tx.now()))
 		return err
 	})
 }

@@ -176,7 +176,7 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 		if err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, ?) WHERE id = ? RETURNING archived_at`, ts(now()), t.delivery).Scan(&at)
+		return tx.QueryRowContext(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, ?) WHERE id = ? RETURNING archived_at`, ts(tx.now()), t.delivery).Scan(&at)
 	})
 	if err != nil {
 		return mailroom.ArchiveReceipt{}, err
@@ -201,7 +201,7 @@ func (s *Store) newMarker(ctx context.Context, tx *ptx, me mailroom.Identity) (*
 	if err != nil {
 		return nil, err
 	}
-	return &marker{s: s, me: me, stmt: stmt, at: ts(now())}, nil
+	return &marker{s: s, me: me, stmt: stmt, at: ts(tx.now())}, nil
 }
 
 // mark marks one delivery read; one already read keeps its first readAt.
@@ -297,7 +297,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 			limit = t.seq
 		}
-		rc.SnapshotAt = now()
+		rc.SnapshotAt = tx.now()
 		// The snapshot: one query over the caller's inbox branches, role
 		// deliveries only when asked; the withheld ones are only counted.
 		unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"

@@ -128,7 +128,7 @@ func planSend(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 // sendPlanned writes one message of a resolved draft.
 func sendPlanned(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft, p sendPlan) (mailroom.SendReceipt, error) {
 	addrs, direct, roles, broadcast, parentSeq := p.addrs, p.direct, p.roles, p.broadcast, p.parentSeq
-	at := now()
+	at := tx.now()
 	threadID := p.thread
 	if threadID == "" {
 		threadID = mailroom.NewThreadID()

@@ -46,6 +46,9 @@ type Options struct {
 	// the document frequencies (concepts.Terms), so that a retraction can
 	// take them back; without it the frequencies keep them.
 	Terms func(subject, body string) []string
+	// Now is the store's clock (timestamps, leases, backoffs); the wall
+	// clock when nil. Tests inject one instead of sleeping.
+	Now func() time.Time
 }
 
 // Hooks let tests interleave events deterministically and inject failures.
@@ -66,6 +69,7 @@ type Store struct {
 	log     *slog.Logger
 	hooks   Hooks
 	terms   func(subject, body string) []string
+	clock   func() time.Time
 	// wmu queues this process's writers in Go. SQLite admits one writer at
 	// a time anyway, and its busy handler waits by sleeping in growing
 	// steps, so many writers of one process contending inside SQLite starve
@@ -94,7 +98,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ChangePoll <= 0 {
 		opts.ChangePoll = DefaultChangePoll
 	}
-	s := &Store{path: path, durable: path != Memory, log: opts.Logger,
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Store{path: path, durable: path != Memory, log: opts.Logger, clock: opts.Now,
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		changes: mailroom.NewChangeHub()}
 	if opts.Hooks != nil {
@@ -289,7 +296,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.Tx.ExecContext(ctx, string(body)); err != nil {
 				return fmt.Errorf("migration %s: %w", name, err)
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, applied_at) VALUES (?, ?)`, version, ts(now()))
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, applied_at) VALUES (?, ?)`, version, ts(tx.now()))
 			return err
 		})
 		if err != nil {
@@ -347,7 +354,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(&ptx{Tx: tx, c: &s.cache}); err != nil {
+	if err := fn(&ptx{Tx: tx, c: &s.cache, now: s.now}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -365,12 +372,13 @@ func (s *Store) read(ctx context.Context, fn func(tx *ptx) error) error {
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(&ptx{Tx: tx, c: &s.cache})
+	return fn(&ptx{Tx: tx, c: &s.cache, now: s.now})
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z"
 
-func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+// now reads the store's clock at the precision timestamps are stored with.
+func (s *Store) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
 
 func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/sqlite"
@@ -21,13 +22,13 @@ func open(t testing.TB, path string, opts sqlite.Options) *sqlite.Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) mailroom.Store {
-		return open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{})
+	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
+		return open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{Now: now})
 	})
 }
 
 func TestMemoryStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) mailroom.Store {
-		return open(t, sqlite.Memory, sqlite.Options{})
+	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
+		return open(t, sqlite.Memory, sqlite.Options{Now: now})
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"time"
 )
 
 // maxCachedStmts bounds the statement cache: the store's fixed queries fit
@@ -26,6 +27,7 @@ type ptx struct {
 	*sql.Tx
 	c     *stmtCache
 	local map[string]*sql.Stmt // this transaction's copies, made once each
+	now   func() time.Time     // the store's clock
 }
 
 // stmt returns the transaction's prepared statement for query, or nil.

@@ -13,9 +13,18 @@ import (
 	"github.com/mailroom/mailroom"
 )
 
-// Run runs the suite against stores made by open; each call must return a new,
-// empty store.
-func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
+// Open returns a new, empty store whose clock is now (timestamps, leases,
+// backoffs).
+type Open func(t *testing.T, now func() time.Time) mailroom.Store
+
+// Run runs the suite against stores made by openAt; each store gets its own
+// test clock, which lease and backoff tests move on instead of sleeping.
+func Run(t *testing.T, openAt Open) {
+	var clock *Clock // the clock of the store open made last
+	open := func(t *testing.T) mailroom.Store {
+		clock = NewClock()
+		return openAt(t, clock.Now)
+	}
 	t.Run("Identities", func(t *testing.T) { testIdentities(t, open(t)) })
 	t.Run("DirectMail", func(t *testing.T) { testDirectMail(t, open(t)) })
 	t.Run("Isolation", func(t *testing.T) { testIsolation(t, open(t)) })
@@ -28,7 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
 	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
-	t.Run("ConceptQueue", func(t *testing.T) { testConceptQueue(t, open(t)) })
+	t.Run("ConceptQueue", func(t *testing.T) { s := open(t); testConceptQueue(t, s, clock) })
 	t.Run("ConceptBatch", func(t *testing.T) { testConceptBatch(t, open(t)) })
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
@@ -594,7 +603,7 @@ func complete1(s mailroom.Store, job mailroom.ConceptJob, cs []mailroom.Concept,
 	return err
 }
 
-func testConceptQueue(t *testing.T, s mailroom.Store) {
+func testConceptQueue(t *testing.T, s mailroom.Store, clock *Clock) {
 	e := newEnv(t, s)
 	a := e.send("alice", "@bob")
 	b := e.send("alice", "@bob")
@@ -615,7 +624,11 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	if _, ok, _ := claim1(s, "w3", time.Minute); ok {
 		t.Fatal("a third claim found a job while both are leased")
 	}
-	time.Sleep(550 * time.Millisecond)
+	clock.Advance(400 * time.Millisecond)
+	if _, ok, _ := claim1(s, "w3", time.Minute); ok {
+		t.Fatal("a lease was taken before it ran out")
+	}
+	clock.Advance(150 * time.Millisecond)
 	j1b, ok, err := claim1(s, "w3", time.Minute)
 	if err != nil || !ok || j1b.MessageID != a.MessageID || j1b.Attempts != 2 {
 		t.Fatalf("expired lease not reclaimed: %+v %v %v", j1b, ok, err)
@@ -643,7 +656,7 @@ func testConceptQueue(t *testing.T, s mailroom.Store) {
 	if _, ok, _ := claim1(s, "w4", time.Minute); ok {
 		t.Fatal("a job was due before its backoff")
 	}
-	time.Sleep(550 * time.Millisecond)
+	clock.Advance(550 * time.Millisecond)
 	j2b, ok, err := claim1(s, "w4", time.Minute)
 	if err != nil || !ok || j2b.MessageID != b.MessageID || j2b.Attempts != 2 {
 		t.Fatalf("retry: %+v %v %v", j2b, ok, err)

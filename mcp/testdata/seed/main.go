@@ -1,5 +1,6 @@
 // Command seed fills a mailroom database with messages through the store's
-// own Send path. The mcp tests build it without the race detector, which
+// bulk path (sqlite.Store.SendMany: the send path, many messages per
+// transaction). The mcp tests build it without the race detector, which
 // slows every SQLite statement about tenfold, so that tests needing
 // thousands of messages stay fast. It prints the new ids in send order.
 package main
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mailroom/mailroom"
@@ -22,7 +24,7 @@ func main() {
 	from := flag.String("from", "", "sending agent (registered if new)")
 	to := flag.String("to", "", "comma-separated addresses")
 	n := flag.Int("n", 0, "how many messages")
-	subject := flag.String("subject", "seed", "subject prefix; the message number follows")
+	subject := flag.String("subject", "seed", "subject")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -36,18 +38,34 @@ func main() {
 		log.Fatal(err)
 	}
 	ctx = mailroom.WithCaller(ctx, me)
+	d, err := mailroom.SendInput{To: strings.Split(*to, ","), Subject: *subject, Body: "seeded"}.Draft(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:seed"
+	for left := *n; left > 0; left -= 10000 {
+		if err := s.SendMany(ctx, d, min(left, 10000)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// The new ids are the newest n of the sender's outbox.
+	ids := make([]string, 0, *n)
+	for len(ids) < *n {
+		p, err := s.List(ctx, mailroom.ListFilter{Box: mailroom.BoxOutbox, IncludeArchived: true, Limit: min(*n-len(ids), mailroom.MaxLimit), Offset: len(ids)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if len(p.Messages) == 0 {
+			log.Fatalf("outbox holds %d messages, want %d", len(ids), *n)
+		}
+		for _, r := range p.Messages {
+			ids = append(ids, r.MessageID)
+		}
+	}
+	slices.Reverse(ids)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	for i := range *n {
-		d, err := mailroom.SendInput{To: strings.Split(*to, ","), Subject: fmt.Sprintf("%s %d", *subject, i), Body: "seeded"}.Draft(0)
-		if err != nil {
-			log.Fatal(err)
-		}
-		d.OriginSessionID = "SESSION:seed"
-		r, err := s.Send(ctx, d)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Fprintln(out, r.MessageID)
+	for _, id := range ids {
+		fmt.Fprintln(out, id)
 	}
 }
