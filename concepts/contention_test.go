@@ -56,6 +56,6 @@ func TestSlowBatchesAreExtractedOnce(t *testing.T) {
 	for i := range n {
 		e.send(t, fmt.Sprintf("subject-%d", i), "Release checklist for the gateway rollout.")
 	}
-	x := &counting{Extractor: concepts.NewEmbedded(nil), delay: 100 * time.Millisecond, calls: map[string]int{}}
+	x := &counting{Extractor: concepts.NewEmbedded(nil), delay: 100 * time.Millisecond, clock: e.clock, calls: map[string]int{}}
 	runUntilDone(t, e, x, n, 2, concepts.WorkerOptions{Lease: time.Second, Poll: 20 * time.Millisecond})
 }

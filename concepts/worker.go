@@ -38,6 +38,9 @@ type WorkerOptions struct {
 	// one batch before it claims. Default 25 ms; it keeps the worker's
 	// commits from interleaving with every send.
 	Settle time.Duration
+	// Now is the worker's clock for its leases; the wall clock when nil.
+	// Tests share one with the store instead of sleeping.
+	Now    func() time.Time
 	Logger *slog.Logger
 }
 
@@ -74,6 +77,9 @@ func NewWorker(q Queue, x Extractor, opts WorkerOptions) *Worker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Worker{q: q, x: x, opts: opts, wake: make(chan struct{}, 1)}
 }
@@ -120,7 +126,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // Step claims and processes one batch of jobs. worked is false when none
 // was due.
 func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
-	claimed := time.Now()
+	claimed := w.opts.Now()
 	jobs, err := w.q.ClaimConceptJobs(ctx, w.opts.Name, w.opts.Lease, w.opts.Batch)
 	if err != nil || len(jobs) == 0 {
 		return false, err
@@ -138,7 +144,7 @@ func (w *Worker) Step(ctx context.Context) (worked bool, err error) {
 	for i, job := range jobs {
 		// The batch shares one lease: hand the rest back before it can
 		// run out, so no other worker takes a job this one still holds.
-		if time.Since(claimed) > w.opts.Lease/2 {
+		if w.opts.Now().Sub(claimed) > w.opts.Lease/2 {
 			handBack(jobs[i:], "lease half spent")
 			break
 		}

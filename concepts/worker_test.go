@@ -74,8 +74,9 @@ type counting struct {
 	concepts.Extractor
 	mu    sync.Mutex
 	calls map[string]int
-	fail  atomic.Int32  // fail this many calls first
-	delay time.Duration // how long each call takes, like a model would
+	fail  atomic.Int32     // fail this many calls first
+	delay time.Duration    // how long each call takes, like a model would,
+	clock *storetest.Clock // on this clock
 }
 
 func (c *counting) extracted() int {
@@ -94,6 +95,7 @@ func runUntilDone(t *testing.T, e workerEnv, x *counting, n, workers int, opts c
 	for i := range workers {
 		o := opts
 		o.Name = fmt.Sprint("w", i)
+		o.Now = e.clock.Now
 		w := concepts.NewWorker(e.s, x, o)
 		wg.Add(1)
 		go func() { defer wg.Done(); w.Run(ctx) }()
@@ -123,10 +125,8 @@ func (c *counting) Extract(ctx context.Context, doc concepts.Document) ([]mailro
 	if c.fail.Add(-1) >= 0 {
 		return nil, errors.New("model unreachable")
 	}
-	select {
-	case <-time.After(c.delay):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if c.clock != nil {
+		c.clock.Advance(c.delay) // a model's time, without the wait
 	}
 	return c.Extractor.Extract(ctx, doc)
 }
