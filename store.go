@@ -58,8 +58,8 @@ type Store interface {
 	MarkRead(ctx context.Context, ids []string) []MarkResult
 	// MarkAllRead snapshots the caller's unread, unarchived personal
 	// deliveries (and role deliveries when asked) in one query, marks exactly
-	// that snapshot through the single-id path, and reads back what storage
-	// holds after commit.
+	// that snapshot by the single-id path's rules (a read keeps its first
+	// readAt), and reads back what storage holds after commit.
 	MarkAllRead(ctx context.Context, through string, includeRoles bool) (DrainReceipt, error)
 
 	LifecycleStore

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -184,11 +185,11 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 	return mailroom.ArchiveReceipt{MessageID: messageID, ArchivedAt: parseTS(at), Status: "archived", Durable: s.durable}, nil
 }
 
-// marker is the single-id write path: every form of mark_read writes through
-// mark, so a scalar, an array item and a drain item are marked alike. Scalar
-// and array ids are authorised one by one by resolveRecipient; a drain's
-// snapshot query applies the same visibility rule to the whole inbox at once,
-// so its items arrive already authorised.
+// marker is the single-id write path of scalar and array mark_read: each id
+// is authorised by resolveRecipient and marked by one UPDATE. A drain applies
+// the same UPDATE rule (read_at set once, read_by the caller) to its whole
+// snapshot in one statement; its snapshot query applies the same visibility
+// rule to the whole inbox at once.
 type marker struct {
 	s    *Store
 	me   mailroom.Identity
@@ -274,14 +275,17 @@ func markFailure(s *Store, id string, err error) mailroom.MarkResult {
 	return mailroom.MarkResult{MessageID: id, Status: "error", Error: mailroom.ErrorMessage(err), Err: err}
 }
 
-// MarkAllRead drains the caller's unread snapshot.
+// MarkAllRead drains the caller's unread snapshot. The snapshot is one
+// query, kept as a JSON list of delivery ids inside SQLite; the marking is
+// one UPDATE over exactly that list with the single-id path's rule (a read
+// keeps its first readAt), so a drain of 100,000 costs a few set operations,
+// not 100,000 statements.
 func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bool) (mailroom.DrainReceipt, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	type item struct{ delivery, seq int64 }
-	var snap []item
+	var snap string // JSON array of delivery ids
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
@@ -308,64 +312,67 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 			branches = branches[:1]
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT did, seq FROM (`+strings.Join(branches, " UNION ALL ")+`)`, me.ID, rj, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var it item
-			if err := rows.Scan(&it.delivery, &it.seq); err != nil {
-				return err
-			}
-			snap = append(snap, it)
-		}
-		return rows.Err()
+		return tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+strings.Join(branches, " UNION ALL ")+`)`, me.ID, rj, limit).Scan(&rc.MatchedCount, &snap)
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	rc.MatchedCount = len(snap)
-	if len(snap) == 0 {
+	if rc.MatchedCount == 0 {
 		rc.Settle(s.durable)
 		return rc, nil
 	}
 	if s.hooks.AfterSnapshot != nil {
 		s.hooks.AfterSnapshot()
 	}
-	var marked []int64
+	marked := snap
 	err = s.write(ctx, func(tx *ptx) error {
-		mk, err := s.newMarker(ctx, tx, me)
-		if err != nil {
-			return err
-		}
-		defer mk.stmt.Close()
-		marked = make([]int64, 0, len(snap))
 		rc.Failures = rc.Failures[:0]
-		for _, it := range snap {
-			id := func() string { return messageIDOf(ctx, tx, it.seq) }
-			if err := mk.mark(ctx, it.delivery, id); err != nil {
-				failed := id()
-				rc.Failures = append(rc.Failures, mailroom.Failure{MessageID: failed, Error: markFailure(s, failed, err).Error})
-				continue
+		marked = snap
+		if s.hooks.FailMark != nil {
+			var err error
+			if marked, err = s.failMarks(ctx, tx, snap, &rc); err != nil {
+				return err
 			}
-			marked = append(marked, it.delivery)
 		}
-		return nil
+		_, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, ts(tx.now()), me.ID, marked)
+		return err
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	rc.ReadCount = len(marked)
+	rc.ReadCount = rc.MatchedCount - len(rc.Failures)
 	if s.durable {
 		// Evidence, not intent: count what storage holds now.
-		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM delivery WHERE id IN (SELECT value FROM json_each(?)) AND read_at IS NOT NULL`, jsonInts(marked)).Scan(&rc.DurableCount)
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM delivery WHERE id IN (SELECT value FROM json_each(?)) AND read_at IS NOT NULL`, marked).Scan(&rc.DurableCount)
 		if err != nil {
 			return mailroom.DrainReceipt{}, err
 		}
 	}
 	rc.Settle(s.durable)
 	return rc, nil
+}
+
+// failMarks runs the FailMark test hook over each snapshot item, as the
+// single-id path would meet a storage failure: a failing id is reported
+// and left out of the marking. It returns the delivery ids left to mark.
+func (s *Store) failMarks(ctx context.Context, tx *ptx, snap string, rc *mailroom.DrainReceipt) (string, error) {
+	var dids []int64
+	if err := json.Unmarshal([]byte(snap), &dids); err != nil {
+		return "", err
+	}
+	keep := dids[:0]
+	for _, did := range dids {
+		var id string
+		if err := tx.QueryRowContext(ctx, `SELECT m.id FROM delivery d JOIN message m ON m.seq = d.message_seq WHERE d.id = ?`, did).Scan(&id); err != nil {
+			id = fmt.Sprintf("MESSAGE(delivery %d, id unreadable: %v)", did, err)
+		}
+		if err := s.hooks.FailMark(id); err != nil {
+			rc.Failures = append(rc.Failures, mailroom.Failure{MessageID: id, Error: markFailure(s, id, err).Error})
+			continue
+		}
+		keep = append(keep, did)
+	}
+	return jsonInts(keep), nil
 }
 
 func jsonInts(list []int64) string {
@@ -378,14 +385,4 @@ func jsonInts(list []int64) string {
 		b = append(b, itoa(int(v))...)
 	}
 	return string(append(b, ']'))
-}
-
-// messageIDOf returns the id of the message seq. If storage cannot say,
-// it names the message by its seq, so a failure row still identifies it.
-func messageIDOf(ctx context.Context, tx *ptx, seq int64) string {
-	var id string
-	if err := tx.QueryRowContext(ctx, `SELECT id FROM message WHERE seq = ?`, seq).Scan(&id); err != nil {
-		return fmt.Sprintf("MESSAGE(seq %d, id unreadable: %v)", seq, err)
-	}
-	return id
 }
