@@ -1,6 +1,8 @@
 package mailroom
 
 import (
+	"encoding/base64"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -219,8 +221,9 @@ type ListInput struct {
 	ArchivedOnly bool
 	Via          string // direct, broadcast or role
 	Priority     string
-	Of           string // read this owner's inbox under a read grant
-	RelatedTo    string // messages sharing concepts with this one
+	Of           string  // read this owner's inbox under a read grant
+	RelatedTo    string  // messages sharing concepts with this one
+	Cursor       *string // a nextCursor; instead of Offset
 }
 
 // ListFilter is a validated listing request.
@@ -244,6 +247,9 @@ type ListFilter struct {
 	OfName          string   // the owner whose inbox a grantee reads; "" for the caller
 	OfKind          Kind
 	RelatedTo       string // a MESSAGE: id; rank by shared concepts
+	// Before, from a cursor, keeps only messages earlier than this
+	// position in the store's commit order; 0 for none.
+	Before int64
 }
 
 // Filter validates in.
@@ -272,6 +278,16 @@ func (in ListInput) Filter() (ListFilter, error) {
 			return ListFilter{}, Errorf(EINVALID, "offset must be 0 or more (got %d)", *in.Offset)
 		}
 		f.Offset = *in.Offset
+	}
+	if in.Cursor != nil {
+		if in.Offset != nil {
+			return ListFilter{}, Errorf(EINVALID, "give cursor or offset, not both")
+		}
+		pos, err := ParseCursor(*in.Cursor)
+		if err != nil {
+			return ListFilter{}, err
+		}
+		f.Before = pos
 	}
 	if in.ThreadID != "" {
 		if !strings.HasPrefix(in.ThreadID, ThreadPrefix) {
@@ -330,6 +346,9 @@ func (in ListInput) Filter() (ListFilter, error) {
 			return ListFilter{}, err
 		}
 		f.RelatedTo = in.RelatedTo
+		if in.Cursor != nil {
+			return ListFilter{}, Errorf(EINVALID, "cursor does not apply with relatedTo (ranked by shared concepts); use offset")
+		}
 	}
 	for _, t := range in.TaggedConcepts {
 		c, err := CanonicalConcept(t)
@@ -346,7 +365,42 @@ type Page struct {
 	Messages   []Row   `json:"messages"`
 	TotalCount int     `json:"totalCount"`
 	NextOffset *int    `json:"nextOffset"`
+	NextCursor *string `json:"nextCursor"`
 	Watermark  *string `json:"watermark"`
+}
+
+// cursorPrefix versions the cursor format.
+const cursorPrefix = "c1."
+
+// Cursor returns the opaque cursor of the page that continues after the
+// message at pos in the store's commit order.
+func Cursor(pos int64) string {
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(strconv.AppendInt(nil, pos, 10))
+}
+
+// ParseCursor reads a cursor made by Cursor.
+func ParseCursor(c string) (int64, error) {
+	bad := Errorf(EINVALID, "cursor must be a nextCursor from list_messages (got %q)", truncate(c, 40))
+	rest, ok := strings.CutPrefix(c, cursorPrefix)
+	if !ok {
+		return 0, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return 0, bad
+	}
+	pos, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || pos < 1 {
+		return 0, bad
+	}
+	return pos, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // NextOffsetFor returns the offset of the page after one that started at

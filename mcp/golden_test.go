@@ -145,7 +145,7 @@ func TestMarkReadSchemaIsAPortableUnion(t *testing.T) {
 // specArguments are the arguments SPEC section 5 gives each tool.
 var specArguments = map[string][]string{
 	"add_message":     {"to", "subject", "body", "originSessionId", "relatedSessions", "relatedTickets", "inReplyTo", "priority", "taggedConcepts"},
-	"list_messages":   {"box", "unreadOnly", "threadId", "from", "to", "query", "taggedConcepts", "includeArchived", "limit", "offset", "archivedOnly", "via", "priority", "of", "relatedTo"},
+	"list_messages":   {"box", "unreadOnly", "threadId", "from", "to", "query", "taggedConcepts", "includeArchived", "limit", "offset", "cursor", "archivedOnly", "via", "priority", "of", "relatedTo"},
 	"get_message":     {"messageId", "of"},
 	"archive_message": {"messageId"},
 	"mark_read":       {"messageId", "all", "through", "includeRoles"},

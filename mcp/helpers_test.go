@@ -65,6 +65,7 @@ type page struct {
 	Messages   []row   `json:"messages"`
 	TotalCount int     `json:"totalCount"`
 	NextOffset *int    `json:"nextOffset"`
+	NextCursor *string `json:"nextCursor"`
 	Watermark  *string `json:"watermark"`
 }
 

@@ -562,6 +562,43 @@ func TestPaginationWalksEveryMessageOnce(t *testing.T) {
 	})
 }
 
+// Paging by cursor over MCP: every message once, newest first, while new
+// mail arrives and unseen mail is archived between pages; the last page's
+// nextCursor is null.
+func TestCursorPagingWalksAMovingInbox(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	alice, bob := e.as("alice"), e.as("bob")
+	const n = 450
+	sent := e.seed("alice", []string{"@bob"}, n)
+	slices.Reverse(sent) // newest first
+	archived := sent[250]
+	var seen []string
+	args := map[string]any{"limit": 200}
+	for pages := 0; ; pages++ {
+		if pages > 4 {
+			t.Fatal("too many pages")
+		}
+		p := bob.list(args)
+		if _, ok := args["cursor"]; ok && p.NextOffset != nil {
+			t.Errorf("nextOffset %d on a cursor page", *p.NextOffset)
+		}
+		seen = append(seen, p.ids()...)
+		if p.NextCursor == nil {
+			break
+		}
+		args = map[string]any{"limit": 200, "cursor": *p.NextCursor}
+		if pages == 0 {
+			alice.sendTo("@bob", "arrives between pages")
+			bob.ok("archive_message", map[string]any{"messageId": archived}, nil)
+		}
+	}
+	want := slices.DeleteFunc(slices.Clone(sent), func(id string) bool { return id == archived })
+	if !slices.Equal(seen, want) {
+		t.Fatalf("walked %d rows, want %d (each once, newest first, the archived one gone)", len(seen), len(want))
+	}
+}
+
 func TestListArgumentErrors(t *testing.T) {
 	e := newEnv(t)
 	alice := e.as("alice")
@@ -576,6 +613,10 @@ func TestListArgumentErrors(t *testing.T) {
 		{"limit as a string", map[string]any{"limit": "x"}, "limit must be an integer (got string)"},
 		{"limit as a fraction", map[string]any{"limit": 1.5}, "limit must be an integer (got 1.5)"},
 		{"offset -1", map[string]any{"offset": -1}, "offset must be 0 or more (got -1)"},
+		{"cursor and offset", map[string]any{"cursor": "c1.MTA", "offset": 0}, "give cursor or offset, not both"},
+		{"cursor not from a list", map[string]any{"cursor": "MESSAGE:x"}, `cursor must be a nextCursor from list_messages (got "MESSAGE:x")`},
+		{"cursor as a number", map[string]any{"cursor": 7}, "cursor must be a string (got number)"},
+		{"cursor with relatedTo", map[string]any{"cursor": "c1.MTA", "relatedTo": "MESSAGE:x"}, "cursor does not apply with relatedTo (ranked by shared concepts); use offset"},
 		{"box unknown", map[string]any{"box": "trash"}, `box must be one of inbox, outbox, all (got "trash")`},
 		{"unreadOnly as a string", map[string]any{"unreadOnly": "yes"}, "unreadOnly must be true or false (got string)"},
 		{"from an unknown identity", map[string]any{"from": "@nobody"}, "from: unknown identity @nobody"},

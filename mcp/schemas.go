@@ -99,11 +99,12 @@ var tools = []tool{
 		"relatedTo": {"type": "string", "description": "A MESSAGE: id: mail sharing its concepts"},
 		"of": {"type": "string", "description": "@owner whose inbox you may read (read grant)"},
 		"limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "Default 50"},
-		"offset": {"type": "integer", "minimum": 0}
+		"offset": {"type": "integer", "minimum": 0},
+		"cursor": {"type": "string", "description": "nextCursor of the last page, instead of offset"}
 	}
 }`),
 		output: json.RawMessage(`{"type": "object", "properties": {"messages": {"type": "array", "items": ` + rowSchema + `}},
-	"required": ["messages", "totalCount", "nextOffset", "watermark"]}`),
+	"required": ["messages", "totalCount", "nextOffset", "nextCursor", "watermark"]}`),
 	},
 	{
 		name:        "get_message",

@@ -104,6 +104,9 @@ func (s *Server) listMessages(ctx context.Context, req *gomcp.CallToolRequest, a
 	if in.RelatedTo, err = a.str("relatedTo"); err != nil {
 		return nil, err
 	}
+	if in.Cursor, err = a.optStr("cursor"); err != nil {
+		return nil, err
+	}
 	f, err := in.Filter()
 	if err != nil {
 		return nil, err

@@ -88,7 +88,17 @@ func BenchmarkListInbox(b *testing.B) {
 		{"query-1pct", mailroom.ListInput{Query: "zeppelin"}, 1_000},
 		{"query-every-message", mailroom.ListInput{Query: "checkpoint"}, 100_000},
 		{"deep-offset", mailroom.ListInput{Offset: ptr(90_000)}, 100_000},
+		{"deep-cursor", mailroom.ListInput{Cursor: ptr("at 90000")}, 100_000},
 	} {
+		if tc.in.Cursor != nil {
+			// The cursor after the 90,000th row: the same page as offset 90000.
+			f, _ := mailroom.ListInput{Offset: ptr(89_999), Limit: ptr(1)}.Filter()
+			p, err := e.s.List(e.bob, f)
+			if err != nil || p.NextCursor == nil {
+				b.Fatalf("%v %v", err, p.NextCursor)
+			}
+			tc.in.Cursor = p.NextCursor
+		}
 		f, err := tc.in.Filter()
 		if err != nil {
 			b.Fatal(err)

@@ -154,6 +154,13 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.To != "" {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(f.To) + `)`
 		}
+		// A cursor is a position in seq order: the page after it is the
+		// same index range scan as a first page, at any depth.
+		var dbefore, mbefore string
+		if f.Before > 0 {
+			p := param(f.Before)
+			dbefore, mbefore = ` AND d.message_seq < `+p, ` AND m.seq < `+p
+		}
 		if f.QueryEmpty {
 			mcond += ` AND 0`
 		} else if len(f.Search) > 0 {
@@ -175,14 +182,16 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(cs, param) + `)`
 		}
-		var parts []string
+		var parts, pageParts []string
 		if f.Box != mailroom.BoxOutbox {
 			parts = inboxBranches(dcond, mcond)
+			pageParts = inboxBranches(dcond+dbefore, mcond)
 		}
 		if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
 			// Outbox rows have no read state, archive or route of the
 			// caller's, so listings by those have none of them.
 			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
+			pageParts = append(pageParts, outboxBranch(mcond+mbefore, f.Box == mailroom.BoxAll))
 		}
 		if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
 			return err
@@ -201,11 +210,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return err
 		}
 		if f.Offset < page.TotalCount {
-			lim, off := param(f.Limit), param(f.Offset)
-			q := `SELECT ` + rowColumns + ` FROM (` + strings.Join(parts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+			// One row more than the page says whether a next page exists.
+			lim, off := param(f.Limit+1), param(f.Offset)
+			q := `SELECT ` + rowColumns + `, b.seq FROM (` + strings.Join(pageParts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
 			if related != "" {
-				q = `SELECT ` + rowColumns + ` FROM (SELECT u.seq, u.did, (SELECT count(*) FROM message_concept x
+				q = `SELECT ` + rowColumns + `, b.seq FROM (SELECT u.seq, u.did, (SELECT count(*) FROM message_concept x
 						WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
 					FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.shared DESC, b.seq DESC`
@@ -215,12 +225,21 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 			defer rows.Close()
+			var seq, last int64
 			for rows.Next() {
-				r, err := scanRow(rows)
+				r, err := scanRow(extraScan{rows, []any{&seq}})
 				if err != nil {
 					return err
 				}
+				if len(page.Messages) == f.Limit {
+					if related == "" { // a cursor is a position in seq order
+						c := mailroom.Cursor(last)
+						page.NextCursor = &c
+					}
+					break
+				}
 				page.Messages = append(page.Messages, r)
+				last = seq
 			}
 			if err := rows.Err(); err != nil {
 				return err
@@ -231,7 +250,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	if err != nil {
 		return mailroom.Page{}, err
 	}
-	page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+	if f.Before == 0 {
+		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+	}
 	return page, nil
 }
 

@@ -34,6 +34,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 	t.Run("ListFilters", func(t *testing.T) { testListFilters(t, open(t)) })
 	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
+	t.Run("CursorPaging", func(t *testing.T) { testCursorPaging(t, open(t)) })
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
 	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
@@ -482,6 +483,87 @@ func testPagination(t *testing.T, s mailroom.Store) {
 	if p := e.list("bob", mailroom.ListInput{Offset: &past}); len(p.Messages) != 0 || p.NextOffset != nil || p.TotalCount != n {
 		t.Fatalf("past the end: %+v", p)
 	}
+}
+
+// walk pages with cursors from the first page until nextCursor is null,
+// calling between after every page but the last; it returns every row id.
+func (e *env) walk(who string, in mailroom.ListInput, between func(page int)) []string {
+	e.t.Helper()
+	var got []string
+	for page := 0; ; page++ {
+		if page > 1000 {
+			e.t.Fatal("cursor paging does not end")
+		}
+		p := e.list(who, in)
+		if p.NextOffset != nil && in.Cursor != nil {
+			e.t.Fatalf("page %d: nextOffset %d on a cursor page", page, *p.NextOffset)
+		}
+		got = append(got, ids(p)...)
+		if p.NextCursor == nil {
+			return got
+		}
+		if len(p.Messages) == 0 {
+			e.t.Fatalf("page %d: empty page with a nextCursor", page)
+		}
+		in.Offset, in.Cursor = nil, p.NextCursor
+		if between != nil {
+			between(page)
+		}
+	}
+}
+
+func testCursorPaging(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	const n = 25
+	sent := make([]string, n) // newest first
+	for i := range n {
+		sent[n-1-i] = e.send("alice", "@bob").MessageID
+	}
+	lim := 10
+	wantIDs(t, "cursor pages", e.walk("bob", mailroom.ListInput{Limit: &lim}, nil), sent...)
+	lim = 5 // pages that end exactly at the last row
+	wantIDs(t, "cursor pages of 5", e.walk("bob", mailroom.ListInput{Limit: &lim}, nil), sent...)
+	if p := e.list("bob", mailroom.ListInput{Limit: &lim}); p.NextCursor == nil || p.NextOffset == nil || *p.NextOffset != 5 {
+		t.Fatalf("an offset page carries both: %v %v", p.NextCursor, p.NextOffset)
+	}
+	all := n + 1
+	if p := e.list("bob", mailroom.ListInput{Limit: &all}); p.NextCursor != nil || len(p.Messages) != n {
+		t.Fatalf("one page holds everything: nextCursor %v, %d rows", p.NextCursor, len(p.Messages))
+	}
+
+	// The boundary moves while paging: new mail arrives (newer than every
+	// page, so it is not on the later ones) and mail on a page not yet
+	// read is archived (gone). Nothing repeats and nothing is skipped.
+	lim = 4
+	var archived string
+	got := e.walk("bob", mailroom.ListInput{Limit: &lim}, func(page int) {
+		if page != 0 {
+			return
+		}
+		e.send("carol", "@bob")
+		e.send("alice", "@bob")
+		archived = sent[6]
+		if _, err := s.Archive(e.as("bob"), archived); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Archive(e.as("bob"), sent[1]); err != nil { // already listed
+			t.Fatal(err)
+		}
+	})
+	var want []string
+	for _, id := range sent {
+		if id != archived {
+			want = append(want, id)
+		}
+	}
+	wantIDs(t, "cursor pages while mail arrives and is archived", got, want...)
+
+	// Cursors page filtered listings too: the outbox and every box.
+	lim = 7
+	wantIDs(t, "outbox by cursor", e.walk("alice", mailroom.ListInput{Box: "outbox", Limit: &lim}, nil),
+		ids(e.list("alice", mailroom.ListInput{Box: "outbox", Limit: ptr(200)}))...)
+	wantIDs(t, "every box by cursor", e.walk("bob", mailroom.ListInput{Box: "all", IncludeArchived: true, Limit: &lim}, nil),
+		ids(e.list("bob", mailroom.ListInput{Box: "all", IncludeArchived: true, Limit: ptr(200)}))...)
 }
 
 func testMarkRead(t *testing.T, s mailroom.Store) {
