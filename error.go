@@ -16,6 +16,7 @@ const (
 	EFORBIDDEN    = "forbidden"    // visible, but the caller may not do this
 	EUNAUTHORIZED = "unauthorized" // no identity bound
 	ECONFLICT     = "conflict"     // the state does not allow it
+	EBUDGET       = "budget"       // the call ran past its cost budget and was stopped; nothing changed
 	EINTERNAL     = "internal"     // storage or driver failure
 )
 

@@ -86,6 +86,9 @@ func (in SendInput) Draft(maxBody int) (Draft, error) {
 	if !utf8.ValidString(in.Subject) || !utf8.ValidString(in.Body) {
 		return Draft{}, Errorf(EINVALID, "subject and body must be valid UTF-8")
 	}
+	if err := CheckSubject(in.Subject); err != nil {
+		return Draft{}, err
+	}
 	d.Subject, d.Body = in.Subject, in.Body
 	if in.OriginSessionID != "" {
 		if d.OriginSessionID, err = CanonicalSession("originSessionId", in.OriginSessionID); err != nil {
@@ -252,8 +255,11 @@ type ListFilter struct {
 	Before int64
 }
 
-// Filter validates in.
-func (in ListInput) Filter() (ListFilter, error) {
+// Filter validates in with the default limits.
+func (in ListInput) Filter() (ListFilter, error) { return in.FilterWith(Limits{}) }
+
+// FilterWith validates in against the limits l.
+func (in ListInput) FilterWith(l Limits) (ListFilter, error) {
 	f := ListFilter{
 		Box:             Box(in.Box),
 		UnreadOnly:      in.UnreadOnly,
@@ -311,6 +317,9 @@ func (in ListInput) Filter() (ListFilter, error) {
 		}
 		f.To = a.String()
 	}
+	if err := l.CheckQuery(in.Query); err != nil {
+		return ListFilter{}, err
+	}
 	if strings.TrimSpace(in.Query) != "" {
 		f.Search = SearchTerms(in.Query)
 		f.QueryEmpty = len(f.Search) == 0
@@ -349,6 +358,9 @@ func (in ListInput) Filter() (ListFilter, error) {
 		if in.Cursor != nil {
 			return ListFilter{}, Errorf(EINVALID, "cursor does not apply with relatedTo (ranked by shared concepts); use offset")
 		}
+	}
+	if n := len(in.TaggedConcepts); n > MaxConceptFilter {
+		return ListFilter{}, Errorf(EINVALID, "taggedConcepts accepts at most %d entries (got %d)", MaxConceptFilter, n)
 	}
 	for _, t := range in.TaggedConcepts {
 		c, err := CanonicalConcept(t)

@@ -65,6 +65,7 @@ type Store interface {
 	LifecycleStore
 
 	ConceptStore
+	TokenStore
 
 	// ChangeSignal signals commits by any process or instance sharing the
 	// database (see ChangeSignal); it is the only wake-up mechanism.

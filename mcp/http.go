@@ -1,21 +1,119 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailroom/mailroom"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // identityKey is where a verified token's identity travels in TokenInfo.
 const identityKey = "mailroom.identity"
+
+// HTTP defaults (SPEC section 12).
+const (
+	DefaultMaxRequestBody = 4 << 20 // bytes
+	DefaultMaxSessions    = 1000
+	DefaultSessionIdle    = 30 * time.Minute
+	DefaultIdleTimeout    = 60 * time.Second // keep-alive connections
+	DefaultBodyTimeout    = 30 * time.Second // reading one request body
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultStreamRecheck  = 10 * time.Second
+)
+
+// HTTPOptions configure the streamable HTTP transport. Zero fields take the
+// defaults above.
+type HTTPOptions struct {
+	// AllowOrigins are the browser origins (scheme://host[:port]) allowed
+	// besides the server's own; a request with any other Origin gets 403.
+	AllowOrigins []string
+	// Rate is each identity's allowance in requests per second (burst the
+	// same, at least 1); 0 means unlimited.
+	Rate float64
+	// MaxSessions caps open MCP sessions; a new one beyond it gets 503.
+	MaxSessions int
+	// SessionIdle closes an MCP session that has had no request for this long.
+	SessionIdle time.Duration
+	// MaxRequestBody bounds a request body; a larger one gets 413.
+	MaxRequestBody int64
+	// IdleTimeout closes keep-alive connections idle this long;
+	// HeaderTimeout and BodyTimeout bound reading a request's header and
+	// body. Used by ListenAndServe.
+	IdleTimeout, HeaderTimeout, BodyTimeout time.Duration
+	// StreamRecheck is how often a long-lived event stream (GET) checks
+	// that its token is still valid, so a revoked token also ends the
+	// streams it opened; 0 means DefaultStreamRecheck.
+	StreamRecheck time.Duration
+	// Now is the rate limiter's and last-use clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxRequestBody <= 0 {
+		o.MaxRequestBody = DefaultMaxRequestBody
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.StreamRecheck <= 0 {
+		o.StreamRecheck = DefaultStreamRecheck
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// refHeader carries, from the HTTP layer to the tool handler, the key of
+// the request whose context ends when the client disconnects. The go-sdk
+// detaches handlers from the POST that carried them (stateful sessions), so
+// without it a call would run on after its client left. A client's own
+// value is always replaced.
+const refHeader = "Mailroom-Request-Ref"
+
+type verifiedKey struct{}
+
+// httpFront is the guard in front of the go-sdk handler: origin, bearer
+// token, rate, body size and session cap, in that order.
+type httpFront struct {
+	s       *Server
+	opts    HTTPOptions
+	srv     *gomcp.Server
+	sdk     http.Handler
+	allowed map[string]bool
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter // by identity address
+	pending  int                      // sessions being created
+	touched  map[string]time.Time     // token digest -> when this process last wrote its last use
+}
 
 // HTTPHandler serves MCP over streamable HTTP at any path it is mounted on.
 // Requests need a bearer token issued by `mailroom token create`; in loopback
@@ -23,31 +121,264 @@ const identityKey = "mailroom.identity"
 // Authorization header is bound to that identity, while a bad token is still
 // refused with 401.
 func (s *Server) HTTPHandler() http.Handler {
+	f := s.front()
+	return f
+}
+
+func (s *Server) front() *httpFront {
+	o := s.opts.HTTP.withDefaults()
 	srv := s.MCPServer()
-	h := gomcp.NewStreamableHTTPHandler(func(*http.Request) *gomcp.Server { return srv }, &gomcp.StreamableHTTPOptions{Logger: s.log})
-	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		id, err := s.store.IdentityByToken(ctx, mailroom.TokenDigest(token))
-		if mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
+	sdk := gomcp.NewStreamableHTTPHandler(func(*http.Request) *gomcp.Server { return srv }, &gomcp.StreamableHTTPOptions{
+		Logger:              s.log,
+		SessionTimeout:      o.SessionIdle,
+		MaxRequestBodyBytes: o.MaxRequestBody,
+	})
+	// The identity was verified by the front; this only hands it to the
+	// go-sdk, which ties each session to its UserID so that a session id
+	// cannot be replayed with another identity's token.
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		id, ok := r.Context().Value(verifiedKey{}).(mailroom.Identity)
+		if !ok {
 			return nil, auth.ErrInvalidToken
-		} else if err != nil {
-			s.log.Error("token lookup", "err", err)
-			return nil, fmt.Errorf("token lookup: %w", err)
 		}
-		// UserID ties an MCP session to its identity, so a session id
-		// cannot be replayed with another identity's token.
 		return &auth.TokenInfo{UserID: id.Address(), Extra: map[string]any{identityKey: id}}, nil
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	if s.opts.Identity == nil {
-		return authed
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
+	f := &httpFront{s: s, opts: o, srv: srv, allowed: map[string]bool{}, limiters: map[string]*rate.Limiter{}, touched: map[string]time.Time{}}
+	for _, origin := range o.AllowOrigins {
+		f.allowed[normOrigin(origin)] = true
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.sdk = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") == "" {
-			h.ServeHTTP(w, r)
+			sdk.ServeHTTP(w, r) // development mode, checked by the front
 			return
 		}
 		authed.ServeHTTP(w, r)
 	})
+	return f
+}
+
+func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" && !f.originAllowed(r, origin) {
+		http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed (start the server with --allow-origin %s to allow it)", origin, origin), http.StatusForbidden)
+		return
+	}
+	id, ok := f.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !f.allow(w, id) {
+		return
+	}
+	if !f.readBody(w, r) {
+		return
+	}
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		if !f.reserveSession(w) {
+			return
+		}
+		defer f.releaseSession()
+	}
+	if r.Method == http.MethodGet && r.Header.Get("Authorization") != "" {
+		ctx, stop := f.whileTokenValid(r.Context(), mailroom.TokenDigest(bearerToken(r)))
+		defer stop()
+		r = r.WithContext(ctx)
+	}
+	ref := strconv.FormatUint(f.s.nextRef.Add(1), 36)
+	f.s.requests.Store(ref, r.Context())
+	defer f.s.requests.Delete(ref)
+	r.Header.Set(refHeader, ref)
+	f.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, id)))
+}
+
+// originAllowed accepts the server's own origin and the configured ones.
+func (f *httpFront) originAllowed(r *http.Request, origin string) bool {
+	o := normOrigin(origin)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return o == strings.ToLower(scheme+"://"+r.Host) || f.allowed[o]
+}
+
+func normOrigin(o string) string {
+	u, err := url.Parse(strings.TrimSpace(o))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return strings.ToLower(strings.TrimRight(strings.TrimSpace(o), "/"))
+	}
+	host := u.Host
+	if (u.Scheme == "http" && strings.HasSuffix(host, ":80")) || (u.Scheme == "https" && strings.HasSuffix(host, ":443")) {
+		host = host[:strings.LastIndexByte(host, ':')]
+	}
+	return strings.ToLower(u.Scheme + "://" + host)
+}
+
+// authenticate finds the caller: the bearer token's identity (one indexed
+// lookup per request, so a revoked token stops working at once, open
+// sessions included), else the development identity. It answers 401 with a
+// WWW-Authenticate challenge itself.
+func (f *httpFront) authenticate(w http.ResponseWriter, r *http.Request) (mailroom.Identity, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" && f.s.opts.Identity != nil {
+		return *f.s.opts.Identity, true
+	}
+	token := bearerToken(r)
+	if token == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom"`)
+		http.Error(w, "Unauthorized: send Authorization: Bearer TOKEN (mailroom token create --agent NAME)", http.StatusUnauthorized)
+		return mailroom.Identity{}, false
+	}
+	digest := mailroom.TokenDigest(token)
+	id, err := f.s.store.IdentityByToken(r.Context(), digest)
+	switch {
+	case mailroom.ErrorCode(err) == mailroom.ENOTFOUND:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mailroom", error="invalid_token"`)
+		http.Error(w, "Unauthorized: the bearer token is unknown or revoked", http.StatusUnauthorized)
+		return mailroom.Identity{}, false
+	case err != nil:
+		f.s.log.Error("token lookup", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return mailroom.Identity{}, false
+	}
+	f.touch(r.Context(), digest)
+	return id, true
+}
+
+// touch records a token's use for `mailroom token list`: at most once per
+// TokenTouchInterval per token from this process (the store skips the write
+// too when another process did it lately), so a request costs no write.
+func (f *httpFront) touch(ctx context.Context, digest []byte) {
+	now := f.opts.Now()
+	f.mu.Lock()
+	last, ok := f.touched[string(digest)]
+	due := !ok || now.Sub(last) >= mailroom.TokenTouchInterval
+	if due {
+		if len(f.touched) >= 10_000 {
+			clear(f.touched) // bounded; the worst case is one extra write per token
+		}
+		f.touched[string(digest)] = now
+	}
+	f.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := f.s.store.TouchToken(ctx, digest, now); err != nil {
+		f.s.log.Warn("recording token use", "err", err)
+	}
+}
+
+// bearerToken is the request's bearer token, or "".
+func bearerToken(r *http.Request) string {
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// whileTokenValid returns ctx, also ended once the token is revoked: every
+// POST is checked anyway, but an event stream is one long request.
+func (f *httpFront) whileTokenValid(ctx context.Context, digest []byte) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(f.opts.StreamRecheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := f.s.store.IdentityByToken(ctx, digest); mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
+					f.s.log.Info("closing an event stream: its token was revoked")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
+}
+
+// allow applies the per-identity rate, answering 429 with Retry-After.
+func (f *httpFront) allow(w http.ResponseWriter, id mailroom.Identity) bool {
+	if f.opts.Rate <= 0 {
+		return true
+	}
+	now := f.opts.Now()
+	f.mu.Lock()
+	lim := f.limiters[id.Address()]
+	if lim == nil {
+		lim = rate.NewLimiter(rate.Limit(f.opts.Rate), max(1, int(math.Ceil(f.opts.Rate))))
+		f.limiters[id.Address()] = lim
+	}
+	f.mu.Unlock()
+	res := lim.ReserveN(now, 1)
+	delay := res.DelayFrom(now)
+	if delay == 0 {
+		return true
+	}
+	res.CancelAt(now)
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(delay.Seconds()))))
+	http.Error(w, fmt.Sprintf("Too Many Requests: %s is limited to %g requests per second", id.Address(), f.opts.Rate), http.StatusTooManyRequests)
+	return false
+}
+
+// readBody reads the whole body within the size limit and the body
+// timeout, answering 413 for one too large. Reading it here, not in the
+// handler, also lets net/http notice a client that disconnects while its
+// call runs.
+func (f *httpFront) readBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength > f.opts.MaxRequestBody {
+		tooLarge(w, f.opts.MaxRequestBody)
+		return false
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(f.opts.BodyTimeout)) // best effort: not every writer supports it
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxRequestBody))
+	rc.SetReadDeadline(time.Time{})
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		tooLarge(w, f.opts.MaxRequestBody)
+		return false
+	case err != nil:
+		http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+func tooLarge(w http.ResponseWriter, limit int64) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, fmt.Sprintf("Request Entity Too Large: the limit is %d bytes", limit), http.StatusRequestEntityTooLarge)
+}
+
+// reserveSession admits a request that may open a session while fewer than
+// MaxSessions are open or being opened.
+func (f *httpFront) reserveSession(w http.ResponseWriter) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	open := 0
+	for range f.srv.Sessions() {
+		open++
+	}
+	if open+f.pending >= f.opts.MaxSessions {
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, fmt.Sprintf("Service Unavailable: %d MCP sessions are open, the limit; close one (DELETE with its Mcp-Session-Id) or wait for idle ones to expire", f.opts.MaxSessions), http.StatusServiceUnavailable)
+		return false
+	}
+	f.pending++
+	return true
+}
+
+func (f *httpFront) releaseSession() {
+	f.mu.Lock()
+	f.pending--
+	f.mu.Unlock()
 }
 
 // CheckDevAddr refuses loopback development mode on a non-loopback address.
@@ -66,6 +397,21 @@ func CheckDevAddr(addr string) error {
 	return nil
 }
 
+// NewHTTPServer returns the http.Server that ListenAndServe runs: handler
+// with the connection timeouts of s's HTTP options.
+func (s *Server) NewHTTPServer(handler http.Handler) *http.Server {
+	o := s.opts.HTTP.withDefaults()
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: o.HeaderTimeout,
+		// No ReadTimeout or WriteTimeout: they would cut event streams and
+		// long calls; the front bounds reading each body instead.
+		IdleTimeout:    o.IdleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
 // ListenAndServe serves s over HTTP at addr with the endpoint /mcp until ctx
 // ends. ready, if not nil, receives the bound address once listening.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
@@ -75,11 +421,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.HTTPHandler())
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	srv := s.NewHTTPServer(mux)
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -96,10 +438,4 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 		return err
 	}
 	return nil
-}
-
-// ServeStdio serves s over stdin/stdout until the client disconnects or ctx
-// ends.
-func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.MCPServer().Run(ctx, &gomcp.StdioTransport{})
 }

@@ -7,7 +7,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mailroom/mailroom"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +31,14 @@ type Options struct {
 	SessionID string
 	// MaxBody is the body limit in bytes; 0 means mailroom.DefaultMaxBodySize.
 	MaxBody int
+	// Limits bound list_messages' arguments; zero fields take the defaults.
+	Limits mailroom.Limits
+	// CallBudget bounds the wall time of one read-only tool call (its
+	// database work is CPU: WAL readers never wait for a lock); 0 means
+	// DefaultCallBudget, negative means none. Writes are bounded by their
+	// argument limits instead: their time is mostly waiting for the one
+	// writer's lock, which must not fail a call (SPEC 1: no SQLITE_BUSY).
+	CallBudget time.Duration
 	// Sent, if set, is called after each message is stored; it wakes the
 	// concept worker and must not block.
 	Sent func()
@@ -34,8 +46,21 @@ type Options struct {
 	// instead of "internal error". Only for a caller who is the operator
 	// (the local command line); never for a network listener.
 	RevealInternal bool
-	Logger         *slog.Logger
+	// HTTP configures the streamable HTTP transport.
+	HTTP   HTTPOptions
+	Logger *slog.Logger
 }
+
+// DefaultCallBudget is the default CallBudget. The argument limits keep
+// every read at 100k messages within milliseconds of CPU (docs/benchmarks.md);
+// the budget is the backstop for what they did not foresee (a far larger
+// store, a query shape nobody measured), sized so that a loaded machine
+// running the race detector never trips it on legitimate work.
+const DefaultCallBudget = 10 * time.Second
+
+// noticeTools are the tools whose results show others' text and so end with
+// mailroom.TrustNotice.
+var noticeTools = map[string]bool{"get_message": true, "list_messages": true, "wait_for_mail": true}
 
 // handler runs one tool call with checked arguments.
 type handler func(context.Context, *gomcp.CallToolRequest, args) (any, error)
@@ -45,6 +70,9 @@ type Server struct {
 	store mailroom.Store
 	opts  Options
 	log   *slog.Logger
+
+	nextRef  atomic.Uint64
+	requests sync.Map // refHeader value -> context.Context of the HTTP request being served
 }
 
 // NewServer returns a Server on store.
@@ -54,6 +82,9 @@ func NewServer(store mailroom.Store, opts Options) *Server {
 	}
 	if opts.SessionID == "" {
 		opts.SessionID = mailroom.NewSessionID()
+	}
+	if opts.CallBudget == 0 {
+		opts.CallBudget = DefaultCallBudget
 	}
 	return &Server{store: store, opts: opts, log: opts.Logger}
 }
@@ -96,14 +127,16 @@ func (s *Server) MCPServer() *gomcp.Server {
 			OutputSchema: t.output,
 			Annotations:  ann,
 		}, func(ctx context.Context, req *gomcp.CallToolRequest) (*gomcp.CallToolResult, error) {
-			return s.call(ctx, req, declared, t.stampsSender, h), nil
+			return s.call(ctx, req, declared, t.stampsSender, t.readOnly && t.name != "wait_for_mail", h), nil
 		})
 	}
 	return srv
 }
 
-// call binds the caller, checks the arguments' shape and runs h.
-func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared []string, stampsSender bool, h handler) *gomcp.CallToolResult {
+// call binds the caller, checks the arguments' shape and runs h, within the
+// call budget if it is budgeted. The context ends when the client cancels, disconnects or
+// the budget runs out; the store's statements are interrupted then.
+func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared []string, stampsSender, budgeted bool, h handler) *gomcp.CallToolResult {
 	ctx, err := s.bind(ctx, req)
 	if err != nil {
 		return s.fail(req, err)
@@ -112,18 +145,38 @@ func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared 
 	if err != nil {
 		return s.fail(req, err)
 	}
+	ctx, stop := s.disconnectContext(ctx, req)
+	defer stop()
+	// wait_for_mail waits, idle, up to its own timeoutSeconds by design.
+	budget := s.opts.CallBudget
+	if budgeted && budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
 	out, err := h(ctx, req, a)
 	if err != nil {
+		switch {
+		case mailroom.ErrorCode(err) != mailroom.EINTERNAL:
+			// An answer of its own (bad input, not found), even if late.
+		case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+			err = mailroom.Errorf(mailroom.EBUDGET, "%s stopped: it ran past its budget of %v; narrow the query or filters", req.Params.Name, budget)
+		case ctx.Err() != nil:
+			// The client cancelled or went away: nobody reads the answer.
+			s.log.Debug("tool call cancelled", "tool", req.Params.Name, "err", err)
+			return &gomcp.CallToolResult{Content: []gomcp.Content{&gomcp.TextContent{Text: "cancelled"}}, IsError: true}
+		}
 		return s.fail(req, err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return s.fail(req, err)
 	}
-	return &gomcp.CallToolResult{
-		Content:           []gomcp.Content{&gomcp.TextContent{Text: string(b)}},
-		StructuredContent: json.RawMessage(b),
+	content := []gomcp.Content{&gomcp.TextContent{Text: string(b)}}
+	if noticeTools[req.Params.Name] {
+		content = append(content, &gomcp.TextContent{Text: mailroom.TrustNotice})
 	}
+	return &gomcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(b)}
 }
 
 func (s *Server) fail(req *gomcp.CallToolRequest, err error) *gomcp.CallToolResult {
@@ -169,3 +222,20 @@ func (s *Server) sessionOf(req *gomcp.CallToolRequest) string {
 	}
 	return s.opts.SessionID
 }
+
+// disconnectContext returns ctx, also ended when the HTTP request that
+// carried req ends before the call does: its client went away.
+func (s *Server) disconnectContext(ctx context.Context, req *gomcp.CallToolRequest) (context.Context, func()) {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ctx, func() {}
+	}
+	v, ok := s.requests.Load(req.Extra.Header.Get(refHeader))
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(v.(context.Context), func() { cancel(errClientGone) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+var errClientGone = errors.New("the client disconnected")

@@ -107,7 +107,7 @@ func (s *Server) listMessages(ctx context.Context, req *gomcp.CallToolRequest, a
 	if in.Cursor, err = a.optStr("cursor"); err != nil {
 		return nil, err
 	}
-	f, err := in.Filter()
+	f, err := in.FilterWith(s.opts.Limits)
 	if err != nil {
 		return nil, err
 	}

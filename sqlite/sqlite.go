@@ -130,6 +130,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open database file: %w", err)
 		}
 		f.Close()
+		if err := tighten(path, s.log); err != nil {
+			return nil, err
+		}
 		// A URL, so that ? and # in the path stay part of the path.
 		dsn = (&url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}).String()
 	} else {
@@ -244,6 +247,27 @@ func (s *Store) refreshStats(ctx context.Context) error {
 		_, err = tx.Tx.ExecContext(ctx, `UPDATE planner_stats SET messages = ?`, n)
 		return err
 	})
+}
+
+// tighten makes an existing database file, and its -wal and -shm files,
+// owner-only: a file created by an older version or copied in with looser
+// permissions would let other local users read the mail.
+func tighten(path string, log *slog.Logger) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("check database file permissions: %w", err)
+		}
+		if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("tighten database file permissions: %w", err)
+			}
+			log.Warn("tightened database file permissions to owner-only", "file", p, "was", fmt.Sprintf("%04o", mode), "now", "0600")
+		}
+	}
+	return nil
 }
 
 // Path returns the database path the store was opened with.

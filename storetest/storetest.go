@@ -5,6 +5,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("Broadcast", func(t *testing.T) { testBroadcast(t, open(t)) })
 	t.Run("Roles", func(t *testing.T) { testRoles(t, open(t)) })
 	t.Run("OperatorListings", func(t *testing.T) { testOperatorListings(t, open(t)) })
+	t.Run("Tokens", func(t *testing.T) { testTokens(t, open(t)) })
 	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 	t.Run("ListFilters", func(t *testing.T) { testListFilters(t, open(t)) })
 	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
@@ -864,4 +866,134 @@ func testChangeSignal(t *testing.T, s mailroom.Store) {
 		t.Fatal("a closed subscription was signalled")
 	default:
 	}
+}
+
+// testTokens: listing shows identity, creation and last use, never a
+// secret; last use is written at most once per TokenTouchInterval; revoking
+// by identity or by id prefix stops the token at once.
+func testTokens(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	issue := func(name string) (string, []byte) {
+		t.Helper()
+		tok, digest := mailroom.NewToken()
+		if err := s.AddToken(e.ctx, e.ids[name].ID, digest); err != nil {
+			t.Fatal(err)
+		}
+		return tok, digest
+	}
+	_, a1 := issue("alice")
+	_, a2 := issue("alice")
+	bobTok, b1 := issue("bob")
+	_, d1 := issue("dana")
+	list, err := s.Tokens(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tk := range list {
+		if tk.CreatedAt.IsZero() || tk.LastUsedAt != nil || len(tk.ID) != mailroom.TokenIDLen || tk.Identity.ID == 0 {
+			t.Errorf("token %+v", tk)
+		}
+		if strings.Contains(bobTok, tk.ID) {
+			t.Errorf("token id %s is part of the secret", tk.ID)
+		}
+		got = append(got, tk.Identity.Address()+" "+tk.ID)
+	}
+	sort.Strings(got)
+	want := []string{"@alice " + mailroom.TokenID(a1), "@alice " + mailroom.TokenID(a2), "@bob " + mailroom.TokenID(b1), "human:dana " + mailroom.TokenID(d1)}
+	sort.Strings(want)
+	wantIDs(t, "tokens", got, want...)
+
+	t.Run("last use is written at most once per interval", func(t *testing.T) {
+		at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		lastUse := func() *time.Time {
+			t.Helper()
+			list, err := s.Tokens(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range list {
+				if tk.ID == mailroom.TokenID(b1) {
+					return tk.LastUsedAt
+				}
+			}
+			t.Fatal("bob's token is gone")
+			return nil
+		}
+		for _, step := range []struct {
+			at   time.Time
+			want time.Time
+		}{
+			{at, at},
+			{at.Add(30 * time.Second), at},
+			{at.Add(59 * time.Second), at},
+			{at.Add(61 * time.Second), at.Add(61 * time.Second)},
+		} {
+			if err := s.TouchToken(e.ctx, b1, step.at); err != nil {
+				t.Fatal(err)
+			}
+			if got := lastUse(); got == nil || !got.Equal(step.want) {
+				t.Fatalf("touch at %v: last use %v, want %v", step.at, got, step.want)
+			}
+		}
+		if err := s.TouchToken(e.ctx, []byte("no such digest"), at); err != nil {
+			t.Errorf("touching an unknown token: %v", err)
+		}
+	})
+	t.Run("revoke by identity", func(t *testing.T) {
+		gone, err := s.RevokeTokens(e.ctx, mailroom.TokenSelector{Name: "alice", Kind: mailroom.KindAgent})
+		if err != nil || len(gone) != 2 {
+			t.Fatalf("revoked %v, %v", gone, err)
+		}
+		for _, d := range [][]byte{a1, a2} {
+			if _, err := s.IdentityByToken(e.ctx, d); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+				t.Errorf("a revoked token still authenticates: %v", err)
+			}
+		}
+		if _, err := s.IdentityByToken(e.ctx, b1); err != nil {
+			t.Errorf("bob's token went too: %v", err)
+		}
+		if _, err := s.RevokeTokens(e.ctx, mailroom.TokenSelector{Name: "alice", Kind: mailroom.KindAgent}); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+			t.Errorf("revoking again: %v", err)
+		}
+		if _, err := s.RevokeTokens(e.ctx, mailroom.TokenSelector{Name: "dana", Kind: mailroom.KindAgent}); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+			t.Errorf("dana as an agent: %v", err)
+		}
+	})
+	t.Run("revoke by prefix", func(t *testing.T) {
+		// Enough tokens that some share a first hex digit.
+		for range 20 {
+			issue("carol")
+		}
+		list, _ := s.Tokens(e.ctx)
+		byFirst := map[string]int{}
+		for _, tk := range list {
+			byFirst[tk.ID[:1]]++
+		}
+		for first, n := range byFirst {
+			if n > 1 {
+				// 24 tokens, 16 first digits: some prefix is shared, and
+				// an ambiguous prefix revokes nothing.
+				if _, err := s.RevokeTokens(e.ctx, mailroom.TokenSelector{Prefix: first}); mailroom.ErrorCode(err) != mailroom.ECONFLICT {
+					t.Errorf("prefix %s matches %d tokens: %v", first, n, err)
+				}
+				break
+			}
+		}
+		id := mailroom.TokenID(d1)
+		gone, err := s.RevokeTokens(e.ctx, mailroom.TokenSelector{Prefix: id[:6]})
+		if err != nil || len(gone) != 1 || gone[0].Identity.Address() != "human:dana" {
+			t.Fatalf("revoke %s: %v %v", id[:6], gone, err)
+		}
+		if _, err := s.IdentityByToken(e.ctx, d1); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+			t.Errorf("revoked by prefix, still authenticates: %v", err)
+		}
+		if _, err := s.RevokeTokens(e.ctx, mailroom.TokenSelector{Prefix: id[:6]}); mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+			t.Errorf("revoking the same prefix again: %v", err)
+		}
+		after, _ := s.Tokens(e.ctx)
+		if len(after) != len(list)-1 {
+			t.Errorf("%d tokens after revoking one of %d", len(after), len(list))
+		}
+	})
 }

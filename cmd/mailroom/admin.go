@@ -37,7 +37,7 @@ MAILROOM_TOKEN for the mail commands with --url.`,
 	}
 	create.Flags().StringVar(&agent, "agent", "", "the agent identity the token acts as")
 	create.Flags().StringVar(&human, "human", "", "the human identity the token acts as")
-	return group("token", "Manage bearer tokens for HTTP", create)
+	return group("token", "Manage bearer tokens for HTTP", create, m.tokenListCmd(), m.tokenRevokeCmd())
 }
 
 func (m *Main) tokenCreate(ctx context.Context, name string, kind mailroom.Kind) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,6 +21,11 @@ type serveFlags struct {
 	agentOK bool // --agent given as a flag (MAILROOM_AGENT never applies to HTTP)
 	http    string
 	maxBody int
+
+	limits      mailroom.Limits
+	callBudget  time.Duration
+	allowOrigin []string
+	rate        float64
 
 	conceptsMode string
 	ollamaURL    string
@@ -59,6 +65,21 @@ requests without a token act as that agent.`,
 			default:
 				return fmt.Errorf("--concepts must be embedded, ollama or off (got %q)", f.conceptsMode)
 			}
+			switch {
+			case f.limits.MaxQueryChars < 1:
+				return fmt.Errorf("--max-query must be at least 1 (got %d)", f.limits.MaxQueryChars)
+			case f.limits.MaxQueryTerms < 1:
+				return fmt.Errorf("--max-query-terms must be at least 1 (got %d)", f.limits.MaxQueryTerms)
+			case f.callBudget <= 0:
+				return fmt.Errorf("--call-budget must be positive (got %v)", f.callBudget)
+			case f.rate < 0:
+				return fmt.Errorf("--rate must be 0 (no limit) or more (got %g)", f.rate)
+			}
+			for _, o := range f.allowOrigin {
+				if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+					return fmt.Errorf("--allow-origin %q: give an origin, scheme://host[:port]", o)
+				}
+			}
 			return m.action(func(ctx context.Context, _ []string) error { return m.serve(ctx, f) })(cmd, args)
 		},
 	}
@@ -66,6 +87,11 @@ requests without a token act as that agent.`,
 	fl.StringVar(&f.agent, "agent", "", "stdio: the agent identity of this process (env MAILROOM_AGENT);\n--http: loopback development mode, binding token-less requests to NAME")
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP at ADDR instead of stdio; loopback unless you say otherwise")
 	fl.IntVar(&f.maxBody, "max-body", mailroom.DefaultMaxBodySize, "body limit in bytes")
+	fl.IntVar(&f.limits.MaxQueryChars, "max-query", mailroom.DefaultMaxQueryChars, "list_messages query limit in characters")
+	fl.IntVar(&f.limits.MaxQueryTerms, "max-query-terms", mailroom.DefaultMaxQueryTerms, "list_messages query limit in words")
+	fl.DurationVar(&f.callBudget, "call-budget", mcp.DefaultCallBudget, "wall time one read-only tool call (list_messages, get_message, ...) may take\nbefore it is stopped; writes are bounded by their argument limits")
+	fl.StringSliceVar(&f.allowOrigin, "allow-origin", nil, "HTTP: a browser origin (scheme://host[:port]) allowed besides the server's own;\nrepeat or comma-separate for more. Any other Origin header gets 403")
+	fl.Float64Var(&f.rate, "rate", 0, "HTTP: at most N requests per second per identity (429 with Retry-After); 0 is no limit")
 	fl.StringVar(&f.conceptsMode, "concepts", "embedded", "concept extractor run by this process: embedded, ollama, or off\n(off leaves queued jobs to other processes sharing the database)")
 	fl.StringVar(&f.ollamaURL, "ollama-url", "", "Ollama's URL for --concepts ollama (env MAILROOM_OLLAMA_URL; default http://localhost:11434)")
 	fl.StringVar(&f.conceptModel, "concept-model", "", "model for --concepts ollama (env MAILROOM_CONCEPT_MODEL; default gemma3)")
@@ -85,7 +111,8 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 	if err := m.open(ctx); err != nil {
 		return err
 	}
-	opts := mcp.Options{MaxBody: f.maxBody, Logger: m.log}
+	opts := mcp.Options{MaxBody: f.maxBody, Logger: m.log, Limits: f.limits, CallBudget: f.callBudget,
+		HTTP: mcp.HTTPOptions{AllowOrigins: f.allowOrigin, Rate: f.rate}}
 	if f.agent != "" && (f.http == "" || f.agentOK) {
 		id, err := m.store.EnsureAgent(ctx, f.agent)
 		if err != nil {

@@ -137,6 +137,8 @@ export function stopProcess(proc) {
 // Normalises a CallToolResult and checks the parts of the contract that hold
 // for every call (SPEC section 5): results carry structuredContent and the same
 // JSON as text; errors are isError results with a one-line text message.
+const NOTICE_TOOLS = new Set(['get_message', 'list_messages', 'wait_for_mail']);
+
 export function normalize(tool, res) {
   const texts = (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text);
   const text = texts.join('\n');
@@ -147,7 +149,15 @@ export function normalize(tool, res) {
   }
   assert.ok(res.structuredContent && typeof res.structuredContent === 'object',
     `${tool}: success result without structuredContent: ${JSON.stringify(res)}`);
-  assert.equal(texts.length, 1, `${tool}: expected exactly one text content block, got ${texts.length}`);
+  // Tools that show others' text end with the trust notice (SPEC 11): one
+  // more short text block after the JSON.
+  const notice = NOTICE_TOOLS.has(tool);
+  assert.equal(texts.length, notice ? 2 : 1, `${tool}: expected ${notice ? 2 : 1} text content blocks, got ${texts.length}`);
+  if (notice) {
+    const n = texts[1];
+    assert.ok(n.length > 0 && n.length <= 200 && /instructions/.test(n) && !n.trim().startsWith('{'),
+      `${tool}: last block is not the trust notice: ${JSON.stringify(n)}`);
+  }
   let parsed;
   assert.doesNotThrow(() => (parsed = JSON.parse(texts[0])), `${tool}: text content is not JSON: ${texts[0]}`);
   assert.deepEqual(parsed, res.structuredContent, `${tool}: text content differs from structuredContent`);
