@@ -211,7 +211,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		}
 		// The count and page queries vary with the filters: run them
 		// unprepared rather than fill the statement cache with them.
-		if err := tx.Tx.QueryRowContext(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
+		if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
 			return err
 		}
 		if f.Offset < page.TotalCount {
@@ -225,7 +225,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.shared DESC, b.seq DESC`
 			}
-			rows, err := tx.Tx.QueryContext(ctx, q, args...)
+			rows, err := tx.queryUncached(ctx, q, args...)
 			if err != nil {
 				return err
 			}

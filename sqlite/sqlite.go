@@ -59,6 +59,10 @@ type Hooks struct {
 	// FailMark, when it returns an error for a message id, makes that id's
 	// write fail as a storage failure would.
 	FailMark func(messageID string) error
+	// Statement, when set, sees every statement the store runs in a
+	// transaction, with its arguments (the plan regression test replays
+	// them under EXPLAIN QUERY PLAN).
+	Statement func(query string, args []any)
 }
 
 // Store is a mailroom.Store on SQLite.
@@ -77,6 +81,8 @@ type Store struct {
 	wmu       sync.Mutex
 	fgWaiting atomic.Int32 // foreground writers waiting for wmu
 	cache     stmtCache
+	// statsFloor is defaultStatsFloor; tests lower it.
+	statsFloor int64
 
 	changes   *mailroom.ChangeHub
 	watchDB   *sql.DB // the change watcher's own connection; nil for :memory:
@@ -101,7 +107,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{path: path, durable: path != Memory, log: opts.Logger, clock: opts.Now,
+	s := &Store{path: path, durable: path != Memory, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor,
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		changes: mailroom.NewChangeHub()}
 	if opts.Hooks != nil {
@@ -193,14 +199,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// statsFloor is the message count from which measured statistics replace
-// the fixed ones of migration 0004: a store this large plans like the
-// large mailbox those describe.
-const statsFloor = 100_000
+// defaultStatsFloor is the message count from which measured statistics
+// replace the fixed ones of migration 0004: a store this large plans like
+// the large mailbox those describe.
+const defaultStatsFloor = 100_000
 
 // refreshStats re-measures the planner statistics of the store's own
 // tables (ANALYZE with an analysis limit, so it takes milliseconds at any
-// size) once the store holds statsFloor messages and whenever it has
+// size) once the store holds defaultStatsFloor messages and whenever it has
 // doubled since the last measurement. Statistics never describe a store
 // smaller than the fixed ones do, so a plan chosen for a small store never
 // outlives it, and the full-text index's tables are never analyzed: their
@@ -214,7 +220,7 @@ func (s *Store) refreshStats(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, `SELECT messages FROM planner_stats`).Scan(&at); err != nil {
 		return err
 	}
-	if n < statsFloor || n < 2*at {
+	if n < s.statsFloor || n < 2*at {
 		return nil
 	}
 	return s.write(ctx, func(tx *ptx) error {
@@ -378,7 +384,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(&ptx{Tx: tx, c: &s.cache, now: s.now}); err != nil {
+	if err := fn(&ptx{Tx: tx, c: &s.cache, now: s.now, trace: s.hooks.Statement}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -396,7 +402,7 @@ func (s *Store) read(ctx context.Context, fn func(tx *ptx) error) error {
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(&ptx{Tx: tx, c: &s.cache, now: s.now})
+	return fn(&ptx{Tx: tx, c: &s.cache, now: s.now, trace: s.hooks.Statement})
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z"

@@ -26,8 +26,9 @@ type stmtCache struct {
 type ptx struct {
 	*sql.Tx
 	c     *stmtCache
-	local map[string]*sql.Stmt // this transaction's copies, made once each
-	now   func() time.Time     // the store's clock
+	local map[string]*sql.Stmt           // this transaction's copies, made once each
+	now   func() time.Time               // the store's clock
+	trace func(query string, args []any) // Hooks.Statement
 }
 
 // stmt returns the transaction's prepared statement for query, or nil.
@@ -55,6 +56,7 @@ func (t *ptx) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext runs query through its prepared statement when there is one.
 func (t *ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	t.traced(query, args)
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -63,6 +65,7 @@ func (t *ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 
 // QueryRowContext runs query through its prepared statement when there is one.
 func (t *ptx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	t.traced(query, args)
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -71,10 +74,30 @@ func (t *ptx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 
 // QueryContext runs query through its prepared statement when there is one.
 func (t *ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.traced(query, args)
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+// queryRowUncached runs query unprepared, outside the cache: for queries
+// that vary with their arguments (listings).
+func (t *ptx) queryRowUncached(ctx context.Context, query string, args ...any) *sql.Row {
+	t.traced(query, args)
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// queryUncached is queryRowUncached for many rows.
+func (t *ptx) queryUncached(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.traced(query, args)
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+func (t *ptx) traced(query string, args []any) {
+	if t.trace != nil {
+		t.trace(query, args)
+	}
 }
 
 // prepareWanted prepares the statements transactions asked for. It runs
