@@ -200,7 +200,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 // defaultStatsFloor is the message count from which measured statistics
-// replace the fixed ones of migration 0004: a store this large plans like
+// replace the fixed ones of migrations 0004 and 0006: a store this large plans like
 // the large mailbox those describe.
 const defaultStatsFloor = 100_000
 
