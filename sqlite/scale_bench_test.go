@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -163,14 +162,6 @@ func (c *cpuMeter) pause()  { c.total += cpuTime() - c.since }
 // report reports the CPU milliseconds per operation measured so far.
 func (c *cpuMeter) report(b *testing.B) {
 	b.ReportMetric(float64(c.total.Microseconds())/1000/float64(b.N), "cpu-ms/op")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkBulk builds a store of 100k messages (and 1M with
