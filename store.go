@@ -71,6 +71,8 @@ type Store interface {
 	// database (see ChangeSignal); it is the only wake-up mechanism.
 	ChangeSignal
 
+	// Ping reports whether the store answers a query (GET /healthz).
+	Ping(ctx context.Context) error
 	// Durable reports whether writes outlive the process.
 	Durable() bool
 	// Close releases the store.

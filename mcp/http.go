@@ -421,6 +421,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.HTTPHandler())
+	if s.opts.Handler != nil {
+		mux.Handle("/", s.opts.Handler)
+	}
 	srv := s.NewHTTPServer(mux)
 	if ready != nil {
 		ready(ln.Addr())

@@ -206,3 +206,12 @@ var tools = []tool{
 		output:      json.RawMessage(`{"type": "object", "properties": {"concepts": {"type": "array", "items": {"type": "object", "required": ["id", "name", "count"]}}}, "required": ["concepts"]}`),
 	},
 }
+
+// ToolNames lists the tools the server offers, in tools/list order.
+func ToolNames() []string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.name
+	}
+	return names
+}

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,8 +49,25 @@ type Options struct {
 	// (the local command line); never for a network listener.
 	RevealInternal bool
 	// HTTP configures the streamable HTTP transport.
-	HTTP   HTTPOptions
-	Logger *slog.Logger
+	HTTP HTTPOptions
+	// Observer, if set, is told about every tool call (metrics).
+	Observer Observer
+	// Handler, if set, serves every HTTP path but /mcp (the web inbox,
+	// /healthz, /metrics).
+	Handler http.Handler
+	Logger  *slog.Logger
+}
+
+// Observer is told about tool calls as they finish. It must be safe for
+// concurrent use and must not block.
+type Observer interface {
+	// ToolCall reports one call: its duration, and "" or the error code of
+	// an isError answer.
+	ToolCall(tool string, d time.Duration, code string)
+	// Delivered reports the delivery rows of one send.
+	Delivered(n int)
+	// Drained reports one mark_read({all: true}) and how many it marked.
+	Drained(n int)
 }
 
 // DefaultCallBudget is the default CallBudget. The argument limits keep
@@ -73,6 +92,23 @@ type Server struct {
 
 	nextRef  atomic.Uint64
 	requests sync.Map // refHeader value -> context.Context of the HTTP request being served
+
+	mu    sync.Mutex
+	built []*gomcp.Server // every go-sdk server built, for OpenSessions
+}
+
+// OpenSessions counts the MCP sessions open now.
+func (s *Server) OpenSessions() int {
+	s.mu.Lock()
+	built := slices.Clone(s.built)
+	s.mu.Unlock()
+	n := 0
+	for _, srv := range built {
+		for range srv.Sessions() {
+			n++
+		}
+	}
+	return n
 }
 
 // NewServer returns a Server on store.
@@ -96,6 +132,9 @@ func (s *Server) MCPServer() *gomcp.Server {
 		Instructions: "mailroom is your mailbox: addressed messages between agents and humans, with read state and threads. " +
 			"Check list_messages({unreadOnly: true}) at the start of a session, reply with add_message({inReplyTo}), and clear handled mail with mark_read.",
 	})
+	s.mu.Lock()
+	s.built = append(s.built, srv)
+	s.mu.Unlock()
 	handlers := map[string]handler{
 		"add_message":     s.addMessage,
 		"list_messages":   s.listMessages,
@@ -127,23 +166,58 @@ func (s *Server) MCPServer() *gomcp.Server {
 			OutputSchema: t.output,
 			Annotations:  ann,
 		}, func(ctx context.Context, req *gomcp.CallToolRequest) (*gomcp.CallToolResult, error) {
-			return s.call(ctx, req, declared, t.stampsSender, t.readOnly && t.name != "wait_for_mail", h), nil
+			return s.observe(req, func(info *callInfo) *gomcp.CallToolResult {
+				return s.call(ctx, req, declared, t.stampsSender, t.readOnly && t.name != "wait_for_mail", h, info)
+			}), nil
 		})
 	}
 	return srv
 }
 
+// callInfo is what observe learns of one call.
+type callInfo struct {
+	caller mailroom.Identity
+	code   string // the error code of an isError answer
+}
+
+// observe runs one call and reports it: one INFO line (identity, tool,
+// duration, outcome; never arguments or bodies) and the Observer.
+func (s *Server) observe(req *gomcp.CallToolRequest, run func(*callInfo) *gomcp.CallToolResult) *gomcp.CallToolResult {
+	start := time.Now()
+	var info callInfo
+	res := run(&info)
+	d := time.Since(start)
+	who := "-"
+	if info.caller.ID != 0 {
+		who = info.caller.Address()
+	}
+	outcome := "ok"
+	if res.IsError {
+		outcome = "error:" + info.code
+	}
+	s.log.Info("tool call", "identity", who, "tool", req.Params.Name, "duration", d.Round(time.Microsecond), "outcome", outcome)
+	if s.opts.Observer != nil {
+		s.opts.Observer.ToolCall(req.Params.Name, d, info.code)
+	}
+	return res
+}
+
 // call binds the caller, checks the arguments' shape and runs h, within the
 // call budget if it is budgeted. The context ends when the client cancels, disconnects or
 // the budget runs out; the store's statements are interrupted then.
-func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared []string, stampsSender, budgeted bool, h handler) *gomcp.CallToolResult {
-	ctx, err := s.bind(ctx, req)
-	if err != nil {
+func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared []string, stampsSender, budgeted bool, h handler, info *callInfo) *gomcp.CallToolResult {
+	fail := func(err error) *gomcp.CallToolResult {
+		info.code = mailroom.ErrorCode(err)
 		return s.fail(req, err)
 	}
+	ctx, err := s.bind(ctx, req)
+	if err != nil {
+		return fail(err)
+	}
+	info.caller, _ = mailroom.CallerFrom(ctx)
 	a, err := parseArgs(req.Params.Arguments, declared, stampsSender)
 	if err != nil {
-		return s.fail(req, err)
+		return fail(err)
 	}
 	ctx, stop := s.disconnectContext(ctx, req)
 	defer stop()
@@ -164,13 +238,14 @@ func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared 
 		case ctx.Err() != nil:
 			// The client cancelled or went away: nobody reads the answer.
 			s.log.Debug("tool call cancelled", "tool", req.Params.Name, "err", err)
+			info.code = "cancelled"
 			return &gomcp.CallToolResult{Content: []gomcp.Content{&gomcp.TextContent{Text: "cancelled"}}, IsError: true}
 		}
-		return s.fail(req, err)
+		return fail(err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return s.fail(req, err)
+		return fail(err)
 	}
 	content := []gomcp.Content{&gomcp.TextContent{Text: string(b)}}
 	if noticeTools[req.Params.Name] {

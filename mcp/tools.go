@@ -53,6 +53,9 @@ func (s *Server) addMessage(ctx context.Context, req *gomcp.CallToolRequest, a a
 	if err == nil && s.opts.Sent != nil {
 		s.opts.Sent()
 	}
+	if err == nil && s.opts.Observer != nil {
+		s.opts.Observer.Delivered(r.RecipientCount)
+	}
 	return r, err
 }
 
@@ -191,7 +194,11 @@ func (s *Server) markRead(ctx context.Context, req *gomcp.CallToolRequest, a arg
 	}
 	switch r.Mode {
 	case mailroom.MarkAll:
-		return s.store.MarkAllRead(ctx, r.Through, r.IncludeRoles)
+		d, err := s.store.MarkAllRead(ctx, r.Through, r.IncludeRoles)
+		if err == nil && s.opts.Observer != nil {
+			s.opts.Observer.Drained(d.ReadCount)
+		}
+		return d, err
 	case mailroom.MarkMany:
 		return manyReceipt{Results: s.store.MarkRead(ctx, r.IDs), Durable: s.store.Durable()}, nil
 	}

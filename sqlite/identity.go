@@ -196,3 +196,9 @@ func (s *Store) RevokeRole(ctx context.Context, name, role string) error {
 		return nil
 	})
 }
+
+// Ping runs one trivial query on the database.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+}

@@ -335,6 +335,9 @@ func testRoles(t *testing.T, s mailroom.Store) {
 
 func testOperatorListings(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
+	if err := s.Ping(e.ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
 	for _, g := range [][2]string{{"bob", "reviewer"}, {"dana", "reviewer"}, {"bob", "ops"}} {
 		if err := s.GrantRole(e.ctx, g[0], g[1]); err != nil {
 			t.Fatal(err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/mailroom/mailroom/concepts"
 	"github.com/mailroom/mailroom/mcp"
 	"github.com/mailroom/mailroom/ollama"
+	"github.com/mailroom/mailroom/ops"
 	"github.com/spf13/cobra"
 )
 
@@ -131,21 +134,52 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 		go func() { defer close(done); worker.Run(ctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	srv := mcp.NewServer(m.store, opts)
 	if f.http == "" {
 		m.log.Info("serving MCP on stdio", "db", m.db, "agent", f.agent, "concepts", f.conceptsMode)
-		return srv.ServeStdio(ctx)
+		return mcp.NewServer(m.store, opts).ServeStdio(ctx)
 	}
+	metrics := ops.NewMetrics()
+	metrics.Tools(mcp.ToolNames())
+	opts.Observer = metrics
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", ops.Health(m.store.Ping))
+	mux.Handle("GET /metrics", metrics.Handler())
+	opts.Handler = mux
+	srv := mcp.NewServer(m.store, opts)
+	metrics.Gauge("mailroom_open_sessions", "MCP sessions open on this server.", func(context.Context) (float64, error) {
+		return float64(srv.OpenSessions()), nil
+	})
+	metrics.Gauge("mailroom_concept_queue_depth", "Concept extraction jobs not yet completed (shared by every process on the database).", func(ctx context.Context) (float64, error) {
+		n, err := m.store.PendingConceptJobs(ctx)
+		return float64(n), err
+	})
 	return srv.ListenAndServe(ctx, f.http, func(addr net.Addr) {
 		mode := "bearer tokens required (mailroom token create --agent NAME)"
 		if opts.Identity != nil {
 			mode = "development mode: requests without a token act as " + opts.Identity.Address()
 		}
-		fmt.Fprintf(m.stdout, "mailroom: serving MCP at http://%s/mcp\nmailroom: database %s\nmailroom: %s\n", addr, m.db, mode)
+		base, note := baseURL(f.http, addr)
+		fmt.Fprintf(m.stdout, "mailroom: serving MCP at %s/mcp%s\nmailroom: health %s/healthz, metrics %s/metrics\nmailroom: database %s\nmailroom: %s\n", base, note, base, base, m.db, mode)
 		if m.Ready != nil {
 			m.Ready(addr)
 		}
 	})
+}
+
+// baseURL is the URL to print for a listener bound at addr (asked for as
+// requested). A wildcard bind (0.0.0.0, ::) listens on every interface but
+// is no address to connect to: print loopback, which works on this machine,
+// and say the rest.
+func baseURL(requested string, addr net.Addr) (string, string) {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String(), ""
+	}
+	host := "127.0.0.1"
+	if h, _, err := net.SplitHostPort(requested); err == nil && strings.Contains(h, ":") {
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)), " (listening on all interfaces: use this machine's name or address from elsewhere)"
 }
 
 // conceptWorker builds the background concept worker the flags ask for, or
