@@ -3,7 +3,6 @@ package client
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -168,46 +167,26 @@ func WriteDrain(w io.Writer, r mailroom.DrainReceipt) error {
 }
 
 // WriteStatus writes the mailbox's counts.
-func WriteStatus(w io.Writer, s Status) error {
+func WriteStatus(w io.Writer, s mailroom.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
-	if s.Identity != "" {
-		row("Identity", s.Identity)
-	}
-	row("Unread", s.Unread.Total)
-	for _, c := range []struct {
-		k string
-		v *int
-	}{{"  direct", s.Unread.Direct}, {"  broadcast", s.Unread.Broadcast}, {"  role", s.Unread.Role}, {"  from humans", s.Unread.Human}} {
-		if c.v != nil {
-			row(c.k, *c.v)
-		}
-	}
-	if len(s.Unread.ByPriority) > 0 {
-		var parts []string
-		for _, p := range []string{"high", "normal", "low"} {
-			parts = append(parts, fmt.Sprintf("%s %d", p, s.Unread.ByPriority[p]))
-		}
-		row("  by priority", strings.Join(parts, ", "))
-	}
-	if s.OldestUnreadAt != nil || s.Unread.Total == 0 {
-		row("Oldest unread", when(s.OldestUnreadAt))
-	}
-	if s.Archived != nil {
-		row("Archived", *s.Archived)
-	}
+	row("Identity", s.Identity)
+	u := s.Unread
+	row("Unread", u.Total)
+	row("  direct", u.Direct)
+	row("  broadcast", u.Broadcast)
+	row("  role", u.Role)
+	row("  from humans", u.Human)
+	row("  by priority", fmt.Sprintf("high %d, normal %d, low %d", u.ByPriority.High, u.ByPriority.Normal, u.ByPriority.Low))
+	row("Oldest unread", when(s.OldestUnreadAt))
+	row("Archived", s.Archived)
 	wm := "-"
 	if s.Watermark != nil {
 		wm = *s.Watermark
 	}
 	row("Watermark", wm)
-	if len(s.Roles) > 0 {
-		var roles []string
-		for _, r := range s.Roles {
-			roles = append(roles, fmt.Sprintf("%s (%d unread)", r.Role, r.Unread))
-		}
-		sort.Strings(roles)
-		row("Roles", strings.Join(roles, ", "))
+	for _, r := range s.Roles {
+		row("Role "+r.Role, fmt.Sprintf("%d unread", r.Unread))
 	}
 	return tw.Flush()
 }
