@@ -15,6 +15,7 @@ import (
 	"github.com/mailroom/mailroom/mcp"
 	"github.com/mailroom/mailroom/ollama"
 	"github.com/mailroom/mailroom/ops"
+	"github.com/mailroom/mailroom/web"
 	"github.com/spf13/cobra"
 )
 
@@ -144,6 +145,7 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", ops.Health(m.store.Ping))
 	mux.Handle("GET /metrics", metrics.Handler())
+	mux.Handle("/", web.New(m.store, web.Options{MaxBody: f.maxBody, Sent: opts.Sent, Logger: m.log}))
 	opts.Handler = mux
 	srv := mcp.NewServer(m.store, opts)
 	metrics.Gauge("mailroom_open_sessions", "MCP sessions open on this server.", func(context.Context) (float64, error) {
@@ -159,7 +161,7 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 			mode = "development mode: requests without a token act as " + opts.Identity.Address()
 		}
 		base, note := baseURL(f.http, addr)
-		fmt.Fprintf(m.stdout, "mailroom: serving MCP at %s/mcp%s\nmailroom: health %s/healthz, metrics %s/metrics\nmailroom: database %s\nmailroom: %s\n", base, note, base, base, m.db, mode)
+		fmt.Fprintf(m.stdout, "mailroom: serving MCP at %s/mcp%s\nmailroom: web inbox %s/ (sign in with a token from mailroom token create --human LOGIN)\nmailroom: health %s/healthz, metrics %s/metrics\nmailroom: database %s\nmailroom: %s\n", base, note, base, base, base, m.db, mode)
 		if m.Ready != nil {
 			m.Ready(addr)
 		}
