@@ -21,4 +21,4 @@ scripts/interop.sh
 echo "=== interop gate proof: the stringifying client fails without the compatibility rule"
 scripts/interop.sh --prove-gate
 echo "=== all tests passed in $(( $(date +%s) - start ))s"
-echo "stages: 5 passed, 0 failed"
+echo "stages: 6 passed, 0 failed"
