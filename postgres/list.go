@@ -1,0 +1,251 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom"
+)
+
+// rowColumns reads a message row as the caller sees it, from message m and
+// the caller's delivery d (NULL when the caller only sent it).
+const rowColumns = `m.id, m.subject,
+	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
+	ARRAY(SELECT t.address FROM message_to t WHERE t.message_seq = m.seq ORDER BY t.position),
+	m.priority, m.created_at, d.read_at, d.archived_at, m.thread_id, m.retracted,
+	CASE WHEN d.via = 'role' THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
+
+type scanner interface{ Scan(...any) error }
+
+func scanRow(sc scanner, extra ...any) (mailroom.Row, error) {
+	var r mailroom.Row
+	var priority string
+	var readAt, archived *time.Time
+	dest := append([]any{&r.MessageID, &r.Subject, &r.From, &r.To, &priority, &r.SentAt, &readAt, &archived, &r.ThreadID, &r.Retracted, &r.ReadBy}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return r, err
+	}
+	r.Priority = mailroom.Priority(priority)
+	r.SentAt = r.SentAt.UTC()
+	r.ReadAt, r.ArchivedAt = utc(readAt), utc(archived)
+	return r, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// inboxBranches returns the SELECTs of (seq, rcpt) that make up the
+// caller's inbox, one delivery per message, each an index range on the
+// delivery key (recipient, message_seq): personal deliveries, and role
+// deliveries the caller sees (not their own role messages except their own
+// successor's, not ones they also got personally, and the lowest mailbox
+// when several of their roles got it). $1 is the caller's id, $2 their role
+// mailboxes and $3 their own successor's mailbox. dcond and mcond are extra
+// conditions on the delivery d and the message m; m is joined only when
+// needed.
+func inboxBranches(dcond, mcond string) []string {
+	personal := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d`
+	if mcond != "" {
+		personal += ` JOIN message m ON m.seq = d.message_seq`
+	}
+	personal += ` WHERE d.recipient = $1` + dcond + mcond
+	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d JOIN message m ON m.seq = d.message_seq
+		WHERE d.recipient = ANY($2) AND (m.sender_id <> $1 OR d.recipient = $3)
+		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = d.message_seq)
+		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.recipient = ANY($2) AND o.message_seq = d.message_seq AND o.recipient < d.recipient
+			AND (m.sender_id <> $1 OR o.recipient = $3))` + dcond + mcond
+	return []string{personal, role}
+}
+
+// outboxBranch selects (seq, rcpt) of the caller's sent mail; with
+// skipInbox it leaves out what the personal inbox branch already shows.
+func outboxBranch(mcond string, skipInbox bool) string {
+	q := `SELECT m.seq AS seq, NULL::bigint AS rcpt FROM message m WHERE m.sender_id = $1` + mcond
+	if skipInbox {
+		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = m.seq)`
+	}
+	return q
+}
+
+// tsquery returns SQL for a tsquery matching every search term, with its
+// words bound through param: the words are never parsed as tsquery syntax.
+// Plain words go through plainto_tsquery (stemmed, ANDed, punctuation is a
+// separator); a prefix term's last run of letters and digits becomes a
+// prefix lexeme, which holds nothing but letters and digits.
+func tsquery(terms []mailroom.SearchTerm, param func(any) string) string {
+	var plain []string
+	var parts []string
+	for _, t := range terms {
+		if !t.Prefix {
+			plain = append(plain, t.Word)
+			continue
+		}
+		runs := strings.FieldsFunc(t.Word, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if len(runs) == 0 {
+			plain = append(plain, t.Word)
+			continue
+		}
+		plain = append(plain, runs[:len(runs)-1]...)
+		parts = append(parts, `to_tsquery('mailroom', `+param(strings.ToLower(runs[len(runs)-1])+":*")+`)`)
+	}
+	if len(plain) > 0 {
+		parts = append([]string{`plainto_tsquery('mailroom', ` + param(strings.Join(plain, " ")) + `)`}, parts...)
+	}
+	return "(" + strings.Join(parts, " && ") + ")"
+}
+
+// List answers list_messages in one read snapshot: the page (a merge of
+// index-ordered branches that stops after offset+limit rows), the total and
+// the watermark.
+func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.Page{}, err
+	}
+	page := mailroom.Page{Messages: []mailroom.Row{}}
+	err = s.read(ctx, func(tx pgx.Tx) error {
+		page.Messages = page.Messages[:0]
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		args := []any{me.ID, roles.ids, roles.own}
+		param := func(v any) string {
+			args = append(args, v)
+			return "$" + strconv.Itoa(len(args))
+		}
+		var dcond, mcond string
+		if !f.IncludeArchived {
+			dcond += ` AND d.archived_at IS NULL`
+		}
+		if f.UnreadOnly {
+			dcond += ` AND d.read_at IS NULL`
+		}
+		if f.ThreadID != "" {
+			mcond += ` AND m.thread_id = ` + param(f.ThreadID)
+		}
+		if f.FromMe {
+			mcond += ` AND m.sender_id = $1`
+		} else if f.FromName != "" {
+			id, err := identityByName(ctx, tx, f.FromName)
+			if err != nil || (f.FromKind != "" && id.Kind != f.FromKind) {
+				if err == nil || mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
+					return mailroom.Errorf(mailroom.EINVALID, "from: unknown identity %s", mailroom.Identity{Name: f.FromName, Kind: f.FromKind}.Address())
+				}
+				return err
+			}
+			mcond += ` AND m.sender_id = ` + param(id.ID)
+		}
+		to := f.To
+		if to == "@me" {
+			to = me.Address() // rows hold resolved addresses
+		}
+		if name, kind, err := mailroom.ParseIdentityRef(to); to != "" && err == nil && name != "" {
+			// Like from, an identity that does not exist is a mistake to
+			// report, not an empty inbox; roles may be addressed before
+			// anyone holds them.
+			if id, err := identityByName(ctx, tx, name); mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != kind) {
+				return mailroom.Errorf(mailroom.EINVALID, "to: unknown identity %s", to)
+			} else if err != nil {
+				return err
+			}
+		}
+		if to != "" {
+			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(to) + `)`
+		}
+		if f.QueryEmpty {
+			mcond += ` AND false`
+		} else if len(f.Search) > 0 {
+			mcond += ` AND m.fts @@ ` + tsquery(f.Search, param)
+		}
+		for _, c := range f.Concepts {
+			mcond += ` AND EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ` + param(c) + `)`
+		}
+		var parts []string
+		if f.Box != mailroom.BoxOutbox {
+			parts = inboxBranches(dcond, mcond)
+		}
+		if f.Box != mailroom.BoxInbox && !f.UnreadOnly {
+			// Outbox rows have no read state of the caller's, so an
+			// unread-only listing has none of them.
+			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
+		}
+		if page.Watermark, err = watermark(ctx, tx, me, roles); err != nil {
+			return err
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+		var count strings.Builder
+		count.WriteString(`SELECT 0`)
+		for _, p := range parts {
+			count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)
+		}
+		// The listing queries vary with the filters: run them as unnamed
+		// statements typed by their Go arguments rather than fill the
+		// statement cache (an outbox listing leaves $2 and $3 unused).
+		if err := tx.QueryRow(ctx, callerArgs+count.String(), exec(args)...).Scan(&page.TotalCount); err != nil {
+			return err
+		}
+		if f.Offset >= page.TotalCount {
+			return nil
+		}
+		lim, off, end := param(f.Limit), param(f.Offset), param(f.Offset+f.Limit)
+		branches := make([]string, len(parts))
+		for i, p := range parts {
+			// Each branch stops after offset+limit rows of its own index.
+			branches[i] = `(` + p + ` ORDER BY seq DESC LIMIT ` + end + `)`
+		}
+		q := callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
+			ORDER BY b.seq DESC`
+		rows, err := tx.Query(ctx, q, exec(args)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRow(rows)
+			if err != nil {
+				return err
+			}
+			page.Messages = append(page.Messages, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return mailroom.Page{}, err
+	}
+	page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+	return page, nil
+}
+
+// watermark returns the id of the newest message in the caller's inbox.
+func watermark(ctx context.Context, tx pgx.Tx, me mailroom.Identity, roles roleSet) (*string, error) {
+	b := inboxBranches("", "")
+	var id *string
+	err := tx.QueryRow(ctx, `SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
+		(`+b[0]+` ORDER BY d.message_seq DESC LIMIT 1) UNION ALL (`+b[1]+` ORDER BY d.message_seq DESC LIMIT 1)) w)`, me.ID, roles.ids, roles.own).Scan(&id)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	return id, err
+}
+
+// callerArgs types the caller parameters every inbox query takes ($1 the
+// caller, $2 their role mailboxes, $3 their successor mailbox), so that a
+// query that leaves some unused (an outbox listing) still prepares.
+const callerArgs = `WITH caller AS (SELECT $1::bigint AS me, $2::bigint[] AS roles, $3::bigint AS own) `
+
+// exec prefixes args with the unnamed-statement mode.
+func exec(args []any) []any { return append([]any{pgx.QueryExecModeExec}, args...) }

@@ -1,0 +1,247 @@
+// Package postgres is the mailroom store on PostgreSQL (github.com/jackc/pgx/v5),
+// for several stateless mailroom instances sharing one database.
+//
+// Instances share nothing but the database: every call reads the database
+// (no cache), sends are ordered by one transaction-level advisory lock so
+// that message seq is commit order, concept jobs are claimed with FOR UPDATE
+// SKIP LOCKED, and migrations run under a session advisory lock so that
+// instances starting together apply each once.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mailroom/mailroom"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// IsURL reports whether a --db value names a PostgreSQL database.
+func IsURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Options configure a Store.
+type Options struct {
+	Logger *slog.Logger
+	// MaxConns bounds the connection pool (default: pgxpool's, at least 4).
+	MaxConns int32
+	// Hooks are seams for tests; nil in production.
+	Hooks *Hooks
+}
+
+// Hooks let tests interleave events deterministically and inject failures.
+type Hooks struct {
+	// AfterSnapshot runs in MarkAllRead between taking the snapshot and
+	// marking it, outside the store's transactions.
+	AfterSnapshot func()
+	// FailMark, when it returns an error for a message id, makes that id's
+	// write fail as a storage failure would.
+	FailMark func(messageID string) error
+}
+
+// Store is a mailroom.Store on PostgreSQL.
+type Store struct {
+	pool   *pgxpool.Pool
+	url    string
+	schema string // the schema the tables live in
+	log    *slog.Logger
+	hooks  Hooks
+}
+
+var _ mailroom.Store = (*Store)(nil)
+
+// Advisory lock keys (one 64-bit key space per database). The send lock is
+// taken with the schema's name, so mailroom schemas sharing a database do
+// not order each other's sends.
+const (
+	migrateLockKey = 0x6d61696c726f6f6d // "mailroom"
+)
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Open connects to the database at url (postgres://... or postgresql://...)
+// and applies pending migrations. A search_path parameter in the URL puts
+// mailroom's tables in that schema, created if missing, so several
+// mailrooms (or test runs) can share one database.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres URL: %w", err)
+	}
+	schema := cfg.ConnConfig.RuntimeParams["search_path"]
+	if schema != "" && !schemaRE.MatchString(schema) {
+		return nil, fmt.Errorf("postgres URL: search_path must be one lowercase schema name (got %q)", schema)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	} else if cfg.MaxConns < 4 {
+		cfg.MaxConns = 4
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	s := &Store{pool: pool, url: url, schema: schema, log: opts.Logger}
+	if opts.Hooks != nil {
+		s.hooks = *opts.Hooks
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if s.schema == "" {
+		if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// URL returns the URL the store was opened with.
+func (s *Store) URL() string { return s.url }
+
+// Durable reports whether writes outlive the process: always, on a server.
+func (s *Store) Durable() bool { return true }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// migrate applies the embedded migrations not yet recorded. One session
+// advisory lock around the whole run makes instances that start together
+// wait for the first, which applies each migration in its own transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLockKey)); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the lock must go even when ctx is done.
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(migrateLockKey)); err != nil {
+			conn.Conn().Close(context.Background()) // closing the session releases it
+		}
+	}()
+	if s.schema != "" {
+		if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+			return fmt.Errorf("create schema %s: %w", s.schema, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrations table: %w", err)
+	}
+	for _, name := range names {
+		version, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad name", name)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		var applied bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migration WHERE version = $1)`, version).Scan(&applied); err != nil {
+			return err
+		}
+		if applied {
+			continue
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			// Simple protocol: a migration is many statements.
+			if _, err := tx.Exec(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migration (version, name) VALUES ($1, $2)`, version, path.Base(name))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", path.Base(name), err)
+		}
+		s.log.Info("applied migration", "name", path.Base(name))
+	}
+	return nil
+}
+
+// maxAttempts bounds how often a transaction is retried after PostgreSQL
+// broke a deadlock or a serialization conflict by aborting it.
+const maxAttempts = 8
+
+// retryable reports whether err is PostgreSQL aborting a transaction that
+// may simply run again: a deadlock victim or a serialization failure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// write runs fn in a read-committed transaction and commits it, running it
+// again (from the start) when PostgreSQL aborted it to break a deadlock, so
+// that no such abort reaches a caller. fn must not keep state between runs.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, fn)
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			return err
+		}
+		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
+}
+
+// read runs fn in a read-only repeatable-read transaction: one consistent
+// snapshot for every statement of a call (a page and its total agree).
+func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// lockSends takes the send-order lock for the rest of the transaction. A
+// sequence value taken at insert is not commit order when transactions run
+// concurrently (seq 7 may commit after seq 8 is visible), and watermarks
+// must be judged in commit order; holding this lock from before the insert
+// until commit makes the two the same.
+func lockSends(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('mailroom.send.' || current_schema(), 0))`)
+	return err
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
