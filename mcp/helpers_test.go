@@ -15,6 +15,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/mcp"
+	"github.com/mailroom/mailroom/postgres"
+	"github.com/mailroom/mailroom/postgres/pgtest"
 	"github.com/mailroom/mailroom/sqlite"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -134,12 +136,24 @@ type drainReceipt struct {
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	store *sqlite.Store
+	store mailroom.Store
+	db    string // what the store was opened on: a file path or a URL
 	ids   map[string]mailroom.Identity
 }
 
-// newEnv opens a store on a temporary database file.
+// newEnv opens a store on a temporary database file, or with
+// MAILROOM_TEST_STORE=postgres on a fresh PostgreSQL schema.
 func newEnv(t *testing.T) *env {
+	if pgtest.UsePostgres() {
+		t.Helper()
+		url := pgtest.URL(t)
+		s, err := postgres.Open(context.Background(), url, postgres.Options{})
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return &env{t: t, ctx: context.Background(), store: s, db: url, ids: map[string]mailroom.Identity{}}
+	}
 	return newEnvWith(t, filepath.Join(t.TempDir(), "mailroom.db"), sqlite.Options{})
 }
 
@@ -151,7 +165,7 @@ func newEnvWith(t *testing.T, path string, opts sqlite.Options) *env {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &env{t: t, ctx: ctx, store: s, ids: map[string]mailroom.Identity{}}
+	return &env{t: t, ctx: ctx, store: s, db: path, ids: map[string]mailroom.Identity{}}
 }
 
 // agent registers (or finds) the agent name.
@@ -510,7 +524,7 @@ func (e *env) seed(from string, to []string, n int) []string {
 	if seedErr != nil {
 		e.t.Fatal(seedErr)
 	}
-	cmd := exec.Command(seedBin, "-db", e.store.Path(), "-from", from, "-to", strings.Join(to, ","), "-n", fmt.Sprint(n))
+	cmd := exec.Command(seedBin, "-db", e.db, "-from", from, "-to", strings.Join(to, ","), "-n", fmt.Sprint(n))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

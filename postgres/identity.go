@@ -130,3 +130,75 @@ func rolesOf(ctx context.Context, q querier, me mailroom.Identity) (roleSet, err
 	}
 	return rs, rows.Err()
 }
+
+// Identities lists every identity with its explicit role grants.
+func (s *Store) Identities(ctx context.Context) ([]mailroom.IdentityInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT i.id, i.name, i.kind, i.created_at, g.role
+		FROM identity i LEFT JOIN role_grant g ON g.identity_id = i.id ORDER BY i.name, g.role`)
+	if err != nil {
+		return nil, err
+	}
+	var out []mailroom.IdentityInfo
+	var info mailroom.IdentityInfo
+	var role *string
+	_, err = pgx.ForEachRow(rows, []any{&info.ID, &info.Name, &info.Kind, &info.CreatedAt, &role}, func() error {
+		if n := len(out); n > 0 && out[n-1].ID == info.ID {
+			out[n-1].Roles = append(out[n-1].Roles, *role)
+			return nil
+		}
+		next := info
+		next.CreatedAt = next.CreatedAt.UTC()
+		next.Roles = nil
+		if role != nil {
+			next.Roles = []string{*role}
+		}
+		out = append(out, next)
+		return nil
+	})
+	return out, err
+}
+
+// Roles lists every known role with its holders.
+func (s *Store) Roles(ctx context.Context) ([]mailroom.RoleInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.name, i.name, i.kind
+		FROM role r LEFT JOIN role_grant g ON g.role = r.name LEFT JOIN identity i ON i.id = g.identity_id
+		ORDER BY r.name, i.name`)
+	if err != nil {
+		return nil, err
+	}
+	var out []mailroom.RoleInfo
+	var role string
+	var name, kind *string
+	_, err = pgx.ForEachRow(rows, []any{&role, &name, &kind}, func() error {
+		if n := len(out); n == 0 || out[n-1].Name != role {
+			out = append(out, mailroom.RoleInfo{Name: role})
+		}
+		if name != nil {
+			h := mailroom.Identity{Name: *name, Kind: mailroom.Kind(*kind)}
+			out[len(out)-1].Holders = append(out[len(out)-1].Holders, h.Address())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RevokeRole takes role away from the identity name.
+func (s *Store) RevokeRole(ctx context.Context, name, role string) error {
+	if err := mailroom.ValidateRole(role); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		id, err := identityByName(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM role_grant WHERE identity_id = $1 AND role = $2`, id.ID, role)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return mailroom.Errorf(mailroom.ENOTFOUND, "%s does not hold role:%s", id.Address(), role)
+		}
+		return nil
+	})
+}

@@ -42,6 +42,10 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxConns bounds the connection pool (default: pgxpool's, at least 4).
 	MaxConns int32
+	// Terms, when set, returns the concept terms a message contributed to
+	// the document frequencies (concepts.Terms), so that a retraction can
+	// take them back; without it the frequencies keep them.
+	Terms func(subject, body string) []string
 	// Hooks are seams for tests; nil in production.
 	Hooks *Hooks
 }

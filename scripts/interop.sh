@@ -5,6 +5,9 @@
 #   scripts/interop.sh               run the whole gate (exits non-zero on any failure)
 #   scripts/interop.sh --prove-gate  show that the stringifying client profile fails
 #                                    against a server without the stringified-id rule
+#   scripts/interop.sh --postgres    the client suite with every world's database on the
+#                                    PostgreSQL server MAILROOM_TEST_POSTGRES names (a fresh
+#                                    schema each); scripts/test.sh starts one
 #
 # Needs go, node (>= 20) and npm on PATH; everything else (the TypeScript SDK,
 # the conformance suite, the inspector and a Node 22 for the conformance suite)
@@ -19,7 +22,9 @@ MODE=gate
 case "${1:-}" in
   "") ;;
   --prove-gate) MODE=prove-gate ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  --postgres) MODE=postgres
+    [ -n "${MAILROOM_TEST_POSTGRES:-}" ] || { echo "interop: --postgres needs MAILROOM_TEST_POSTGRES=postgres://..." >&2; exit 2; } ;;
+  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
   *) echo "interop: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
 
@@ -275,11 +280,14 @@ prove_gate() {
 
 # --- main -------------------------------------------------------------------
 
+[ "$MODE" = postgres ] || unset MAILROOM_TEST_POSTGRES # the other modes test the SQLite store
 echo "interop: workdir $TMP"
 stage "build mailroom" build || { summary; die "build failed"; }
 stage "npm ci (interop/)" npm_ci || { summary; die "npm ci failed"; }
 
-if [ "$MODE" = prove-gate ]; then
+if [ "$MODE" = postgres ]; then
+  stage "client suite on PostgreSQL (2 profiles x stdio/http)" client_suite
+elif [ "$MODE" = prove-gate ]; then
   stage "build mailroom (no stringified ids)" build_gate || { summary; die "gate build failed"; }
   stage "prove the gate" prove_gate
 else

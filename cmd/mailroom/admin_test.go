@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -72,7 +71,7 @@ func TestVersionAndHelp(t *testing.T) {
 
 func TestCommandLineErrors(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -98,7 +97,7 @@ func TestCommandLineErrors(t *testing.T) {
 }
 
 func TestIdentityAndRoleListings(t *testing.T) {
-	env := environ(t, "MAILROOM_DB="+filepath.Join(t.TempDir(), "m.db"))
+	env := environ(t, "MAILROOM_DB="+testDB(t))
 	mustRunCLI(t, env, "identity", "add", "bob")
 	mustRunCLI(t, env, "identity", "add", "dana", "--human")
 	mustRunCLI(t, env, "token", "create", "--agent", "alice")

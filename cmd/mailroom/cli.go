@@ -13,7 +13,6 @@ import (
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/mcp"
-	"github.com/mailroom/mailroom/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +34,7 @@ type Main struct {
 	db  string // --db, else MAILROOM_DB, else the default path
 	run func(context.Context) error
 
-	store *sqlite.Store
+	store mailroom.Store
 	// Ready, if set, is called with the HTTP address once listening.
 	Ready func(net.Addr)
 }
@@ -82,7 +81,7 @@ func (m *Main) rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetVersionTemplate("mailroom {{.Version}}\n")
-	root.PersistentFlags().StringVar(&m.db, "db", "", `database file (env MAILROOM_DB; default $XDG_DATA_HOME/mailroom/mailroom.db); ":memory:" is an ephemeral store`)
+	root.PersistentFlags().StringVar(&m.db, "db", "", `database file, or postgres://... for PostgreSQL (env MAILROOM_DB; default $XDG_DATA_HOME/mailroom/mailroom.db); ":memory:" is an ephemeral store`)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())
 	})
@@ -183,9 +182,9 @@ func defaultDB(getenv func(string) string) string {
 }
 
 func (m *Main) open(ctx context.Context) error {
-	s, err := sqlite.Open(ctx, m.db, sqlite.Options{Logger: m.log, Terms: conceptTerms})
+	s, err := openStore(ctx, m.db, m.log, conceptTerms)
 	if err != nil {
-		return fmt.Errorf("open database %s: %w", m.db, err)
+		return fmt.Errorf("open database %s: %w", displayDB(m.db), err)
 	}
 	m.store = s
 	return nil

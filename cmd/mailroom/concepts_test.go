@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"testing"
@@ -106,7 +105,7 @@ func waitConcepts(t *testing.T, s *session, ids []string) {
 func TestTwoProcessesExtractEachMessageOnce(t *testing.T) {
 	ollama := newFakeOllama(t, false)
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "carol", "--db", db)
 	flags := []string{"--db", db, "--concepts", "ollama", "--ollama-url", ollama.URL, "--concept-model", "gemma3:test"}
 	alice := stdio(t, env, "alice", append(flags, "--agent", "alice")...)
@@ -136,7 +135,7 @@ func TestTwoProcessesExtractEachMessageOnce(t *testing.T) {
 // its lease runs out and another process finishes the job.
 func TestConceptQueueSurvivesRestart(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)
 
 	// 1. Queued by a process that does no extraction, then closed.

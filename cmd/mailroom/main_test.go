@@ -203,7 +203,7 @@ func (p page) find(id string) (row, bool) {
 
 func TestStdioServeSendsAndLists(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)
 	alice := stdio(t, env, "alice", "--db", db, "--agent", "alice")
 
@@ -232,7 +232,7 @@ func TestStdioInMemoryStoreIsNotDurable(t *testing.T) {
 }
 
 func TestMailroomAgentEnvNamesTheStdioIdentity(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	bob := stdio(t, environ(t, "MAILROOM_AGENT=bob", "MAILROOM_DB="+db), "bob")
 	r := bob.send("@me", "who am i")
 	if row, ok := bob.list(nil).find(r.MessageID); !ok || row.From != "@bob" {
@@ -250,7 +250,7 @@ func TestMailroomAgentEnvNamesTheStdioIdentity(t *testing.T) {
 
 func TestStdioAgentNamingAHumanIsRefused(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "carol", "--human", "--db", db)
 	cases := []struct {
 		name string
@@ -370,7 +370,7 @@ func statusOf(t *testing.T, endpoint, authorization string) int {
 }
 
 func TestTokenCreateWorksOverHTTP(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	// MAILROOM_AGENT never applies to HTTP: with it set and no --agent,
 	// a request without a token is still refused.
 	env := environ(t, "MAILROOM_AGENT=alice")
@@ -433,7 +433,7 @@ func TestTokenCreateWorksOverHTTP(t *testing.T) {
 
 func TestHTTPDevelopmentModeFromTheCommandLine(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)
 	endpoint := serveHTTP(t, env, "--http", "127.0.0.1:0", "--db", db, "--agent", "dev")
 	dev, err := httpSession(t, endpoint, "", "dev")
@@ -451,7 +451,7 @@ func TestHTTPDevelopmentModeFromTheCommandLine(t *testing.T) {
 
 func TestServeRefusesDevModeOnANonLoopbackAddress(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:0"} {
 		t.Run(addr, func(t *testing.T) {
 			out, stderr, err := runCLI(t, env, "serve", "--http", addr, "--agent", "x", "--db", db)
@@ -470,7 +470,7 @@ func TestServeRefusesDevModeOnANonLoopbackAddress(t *testing.T) {
 
 func TestTwoProcessesShareOneDatabase(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "alice", "--db", db)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)
 	alice := stdio(t, env, "alice", "--db", db, "--agent", "alice")
@@ -537,7 +537,7 @@ func TestTwoProcessesShareOneDatabase(t *testing.T) {
 
 func TestCommands(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	cases := []struct {
 		name    string
 		args    []string
@@ -593,7 +593,7 @@ func TestCommands(t *testing.T) {
 // TestMainInProcess runs the program in-process, as the binary does, with the
 // Ready callback reporting the HTTP address.
 func TestMainInProcess(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	getenv := func(k string) string {
 		if k == "MAILROOM_DB" {
 			return db
@@ -651,7 +651,7 @@ func TestMainInProcess(t *testing.T) {
 }
 
 func TestStdioWithoutAnIdentityAnswersAClearError(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	anon := stdio(t, environ(t), "anonymous", "--db", db)
 	res, err := anon.call("list_messages", nil)
 	if err != nil {
@@ -677,7 +677,7 @@ func TestMaxBodyFlag(t *testing.T) {
 
 func TestStateOutlivesTheProcessAndGrantsApplyAtOnce(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	alice := stdio(t, env, "alice", "--db", db, "--agent", "alice")
 	bob := stdio(t, env, "bob", "--db", db, "--agent", "bob")
 
@@ -708,7 +708,7 @@ func TestStateOutlivesTheProcessAndGrantsApplyAtOnce(t *testing.T) {
 // An --http address without a host binds loopback, as SPEC section 1 says.
 func TestServeWithoutAHostBindsLoopback(t *testing.T) {
 	env := environ(t)
-	db := filepath.Join(t.TempDir(), "m.db")
+	db := testDB(t)
 	endpoint := serveHTTP(t, env, "--http", ":0", "--agent", "x", "--db", db)
 	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
 		t.Fatalf("served at %s, want loopback", endpoint)

@@ -136,7 +136,7 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 		defer func() { cancel(); <-done }()
 	}
 	if f.http == "" {
-		m.log.Info("serving MCP on stdio", "db", m.db, "agent", f.agent, "concepts", f.conceptsMode)
+		m.log.Info("serving MCP on stdio", "db", displayDB(m.db), "agent", f.agent, "concepts", f.conceptsMode)
 		return mcp.NewServer(m.store, opts).ServeStdio(ctx)
 	}
 	metrics := ops.NewMetrics()
@@ -161,7 +161,7 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 			mode = "development mode: requests without a token act as " + opts.Identity.Address()
 		}
 		base, note := baseURL(f.http, addr)
-		fmt.Fprintf(m.stdout, "mailroom: serving MCP at %s/mcp%s\nmailroom: web inbox %s/ (sign in with a token from mailroom token create --human LOGIN)\nmailroom: health %s/healthz, metrics %s/metrics\nmailroom: database %s\nmailroom: %s\n", base, note, base, base, base, m.db, mode)
+		fmt.Fprintf(m.stdout, "mailroom: serving MCP at %s/mcp%s\nmailroom: web inbox %s/ (sign in with a token from mailroom token create --human LOGIN)\nmailroom: health %s/healthz, metrics %s/metrics\nmailroom: database %s\nmailroom: %s\n", base, note, base, base, base, displayDB(m.db), mode)
 		if m.Ready != nil {
 			m.Ready(addr)
 		}

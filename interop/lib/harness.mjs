@@ -4,6 +4,7 @@
 // official TypeScript MCP SDK client.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -33,6 +34,17 @@ export function serverEnv(dir, extra = {}) {
     if (v === undefined) delete env[k];
   }
   return env;
+}
+
+// worldDB is the database one world (or test) uses: a file in dir, or, when
+// MAILROOM_TEST_POSTGRES names a PostgreSQL server (scripts/interop.sh
+// --postgres), a fresh schema there, so the same suite runs on both stores.
+export function worldDB(dir, name = 'mailroom') {
+  const base = process.env.MAILROOM_TEST_POSTGRES;
+  if (!base) return path.join(dir, `${name}.db`);
+  const u = new URL(base);
+  u.searchParams.set('search_path', `i_${randomBytes(6).toString('hex')}`);
+  return u.toString();
 }
 
 export function tempDir(prefix = 'mailroom-interop-') {
@@ -268,7 +280,7 @@ export const ROLE_HOLDERS = ['bob', 'carol'];
 
 export async function createWorld({ transport, profileName, env = {} }) {
   const dir = tempDir();
-  const db = path.join(dir, 'mailroom.db');
+  const db = worldDB(dir);
   const profile = makeProfile(profileName);
   const world = { transport, profile, dir, db, agents: {}, tokens: {}, server: null, env };
   const cli = (args) => runCli(args, { dir, env });

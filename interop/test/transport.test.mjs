@@ -2,10 +2,9 @@
 // over stdio and HTTP, bearer tokens, loopback development mode.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
-  connectHttp, connectStdio, freePort, lastLine, runCli, startHttpServer, tempDir, transportsFromEnv,
+  connectHttp, connectStdio, freePort, lastLine, runCli, startHttpServer, tempDir, transportsFromEnv, worldDB,
 } from '../lib/harness.mjs';
 import { makeProfile } from '../lib/profiles.mjs';
 
@@ -35,7 +34,7 @@ describe('stdio identity binding', { skip: !transports.includes('stdio') }, () =
   const open = [];
   before(async () => {
     dir = tempDir();
-    db = path.join(dir, 'mailroom.db');
+    db = worldDB(dir);
     await runCli(['identity', 'add', '--db', db, '--human', 'hank'], { dir });
   });
   after(async () => {
@@ -84,7 +83,7 @@ describe('stdio identity binding', { skip: !transports.includes('stdio') }, () =
 
   it('a broadcast that reaches nobody is an error', async () => {
     const soloDir = tempDir();
-    const solo = await connectStdio({ dir: soloDir, db: path.join(soloDir, 'solo.db'), agent: 'solo', profile: native() });
+    const solo = await connectStdio({ dir: soloDir, db: worldDB(soloDir, 'solo'), agent: 'solo', profile: native() });
     try {
       await solo.fails('add_message', { to: '*', subject: 's', body: 'b' }, 'No recipients: the broadcast reaches nobody');
       assert.equal((await solo.ok('list_messages', { box: 'outbox' })).totalCount, 0);
@@ -113,7 +112,7 @@ describe('many stdio processes on one database', { skip: !transports.includes('s
   let agents = [];
   before(async () => {
     dir = tempDir();
-    db = path.join(dir, 'mailroom.db');
+    db = worldDB(dir);
     for (const n of NAMES) await runCli(['identity', 'add', '--db', db, n], { dir });
     agents = await Promise.all(NAMES.map((n) => connectStdio({ dir, db, agent: n, profile: native() })));
   });
@@ -166,7 +165,7 @@ describe('HTTP bearer tokens and loopback development mode', { skip: !transports
   const clients = [];
   before(async () => {
     dir = tempDir();
-    db = path.join(dir, 'mailroom.db');
+    db = worldDB(dir);
     for (const a of ['alice', 'bob']) tokens[a] = lastLine((await runCli(['token', 'create', '--db', db, '--agent', a], { dir })).stdout);
   });
   after(async () => {

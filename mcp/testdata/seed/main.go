@@ -16,11 +16,12 @@ import (
 	"strings"
 
 	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/postgres"
 	"github.com/mailroom/mailroom/sqlite"
 )
 
 func main() {
-	db := flag.String("db", "", "database file")
+	db := flag.String("db", "", "database file or postgres:// URL")
 	from := flag.String("from", "", "sending agent (registered if new)")
 	to := flag.String("to", "", "comma-separated addresses")
 	n := flag.Int("n", 0, "how many messages")
@@ -28,7 +29,13 @@ func main() {
 	flag.Parse()
 
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, *db, sqlite.Options{})
+	var s mailroom.Store
+	var err error
+	if postgres.IsURL(*db) {
+		s, err = postgres.Open(ctx, *db, postgres.Options{})
+	} else {
+		s, err = sqlite.Open(ctx, *db, sqlite.Options{})
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
