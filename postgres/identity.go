@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,8 +66,10 @@ func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 		if _, err := ensureRole(ctx, tx, role); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO role_grant (identity_id, role) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id.ID, role)
-		return err
+		if _, err = tx.Exec(ctx, `INSERT INTO role_grant (identity_id, role) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id.ID, role); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, mailroom.Change{Identities: []int64{id.ID}})
 	})
 }
 
@@ -101,8 +104,21 @@ func (s *Store) IdentityByToken(ctx context.Context, digest []byte) (mailroom.Id
 // the caller's own next-session-of-<self> queue (0 if none): the one role
 // whose messages reach their own sender.
 type roleSet struct {
-	ids []int64
-	own int64
+	ids   []int64
+	own   int64
+	names map[int64]string // mailbox -> role name
+}
+
+// change is the change a write to the caller's delivery in mailbox makes:
+// the caller's inbox, and for a role queue every holder's.
+func (rs roleSet) change(me mailroom.Identity, mailboxes ...int64) mailroom.Change {
+	c := mailroom.Change{Identities: []int64{me.ID}}
+	for _, mb := range mailboxes {
+		if name, ok := rs.names[mb]; ok && !slices.Contains(c.Roles, name) {
+			c.Roles = append(c.Roles, name)
+		}
+	}
+	return c
 }
 
 // rolesOf reads the caller's roles on every call: another instance may have
@@ -115,7 +131,7 @@ func rolesOf(ctx context.Context, q querier, me mailroom.Identity) (roleSet, err
 		return roleSet{}, err
 	}
 	defer rows.Close()
-	rs := roleSet{ids: []int64{}}
+	rs := roleSet{ids: []int64{}, names: map[int64]string{}}
 	own := "next-session-of-" + me.Name
 	for rows.Next() {
 		var mb int64
@@ -124,6 +140,7 @@ func rolesOf(ctx context.Context, q querier, me mailroom.Identity) (roleSet, err
 			return roleSet{}, err
 		}
 		rs.ids = append(rs.ids, mb)
+		rs.names[mb] = name
 		if me.Kind == mailroom.KindAgent && name == own {
 			rs.own = mb
 		}
@@ -199,6 +216,6 @@ func (s *Store) RevokeRole(ctx context.Context, name, role string) error {
 		if tag.RowsAffected() == 0 {
 			return mailroom.Errorf(mailroom.ENOTFOUND, "%s does not hold role:%s", id.Address(), role)
 		}
-		return nil
+		return s.notify(ctx, tx, mailroom.Change{Identities: []int64{id.ID}})
 	})
 }

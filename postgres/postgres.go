@@ -67,6 +67,11 @@ type Store struct {
 	schema string // the schema the tables live in
 	log    *slog.Logger
 	hooks  Hooks
+
+	changes   *mailroom.ChangeHub
+	channel   string // the schema's NOTIFY channel
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -78,7 +83,8 @@ const (
 	migrateLockKey = 0x6d61696c726f6f6d // "mailroom"
 )
 
-var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+// schemaRE bounds a schema name so that its channel name fits in 63 bytes.
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,52}$`)
 
 // Open connects to the database at url (postgres://... or postgresql://...)
 // and applies pending migrations. A search_path parameter in the URL puts
@@ -105,7 +111,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	s := &Store{pool: pool, url: url, schema: schema, log: opts.Logger}
+	s := &Store{pool: pool, url: url, schema: schema, log: opts.Logger, changes: mailroom.NewChangeHub()}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -119,6 +125,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	s.channel = "mailroom:" + s.schema
+	s.startWatcher()
 	return s, nil
 }
 
@@ -128,8 +136,10 @@ func (s *Store) URL() string { return s.url }
 // Durable reports whether writes outlive the process: always, on a server.
 func (s *Store) Durable() bool { return true }
 
-// Close closes the pool.
+// Close stops the change listener and closes the pool.
 func (s *Store) Close() error {
+	s.stopWatch()
+	<-s.watchDone
 	s.pool.Close()
 	return nil
 }

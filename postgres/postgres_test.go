@@ -2,6 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/mailroom/mailroom"
@@ -24,4 +27,162 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) mailroom.Store {
 		return open(t, pgtest.URL(t), postgres.Options{})
 	})
+}
+
+func draft(t testing.TB, to string) mailroom.Draft {
+	d, err := mailroom.SendInput{To: []string{to}, Subject: "s", Body: "b"}.Draft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:pg"
+	return d
+}
+
+// Instances that start together on an empty database migrate it once.
+func TestConcurrentFirstStarts(t *testing.T) {
+	url := pgtest.URL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := postgres.Open(context.Background(), url, postgres.Options{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			_, err = s.EnsureAgent(context.Background(), "alice")
+			s.Close()
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The watermark is judged in commit order: once a listing has returned a
+// watermark, no message at or before it can appear later. With a sequence
+// taken at insert and concurrent sends this fails: a smaller seq commits
+// after a larger one was listed.
+func TestWatermarkIsCommitOrder(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url, postgres.Options{MaxConns: 16})
+	ctx := context.Background()
+	bob, err := s.EnsureAgent(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asBob := mailroom.WithCaller(ctx, bob)
+	const senders, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, senders*each+1)
+	for w := range senders {
+		me, err := s.EnsureAgent(ctx, fmt.Sprintf("sender%d", w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := s.Send(mailroom.WithCaller(ctx, me), draft(t, "@bob")); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	type seen struct {
+		watermark string
+		total     int
+	}
+	var observed []seen
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, _ := mailroom.ListInput{}.Filter()
+		for {
+			p, err := s.List(asBob, f)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if p.Watermark != nil {
+				observed = append(observed, seen{*p.Watermark, p.TotalCount})
+			}
+			if p.TotalCount == senders*each {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	lim := 200
+	pos := map[string]int{} // newest first
+	for off := 0; ; {
+		f, _ := mailroom.ListInput{Limit: &lim, Offset: &off}.Filter()
+		p, err := s.List(asBob, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range p.Messages {
+			pos[r.MessageID] = off + i
+		}
+		if p.NextOffset == nil {
+			break
+		}
+		off = *p.NextOffset
+	}
+	for _, o := range observed {
+		if atOrBefore := len(pos) - pos[o.watermark]; atOrBefore != o.total {
+			t.Fatalf("a listing saw %d messages up to watermark %s; %d are at or before it now", o.total, o.watermark, atOrBefore)
+		}
+	}
+	t.Logf("%d listings checked", len(observed))
+}
+
+// A send on one instance wakes a subscriber on another, and names the
+// recipient.
+func TestChangeSignalCrossesInstances(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
+	ctx := context.Background()
+	alice, _ := a.EnsureAgent(ctx, "alice")
+	bob, _ := a.EnsureAgent(ctx, "bob")
+	sub := b.Subscribe()
+	defer sub.Close()
+	wait := func(what string) mailroom.Change {
+		t.Helper()
+		select {
+		case <-sub.C():
+			return sub.Take()
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no signal on instance B after %s", what)
+		}
+		return mailroom.Change{}
+	}
+	wait("subscribing") // the listener's first signal covers its own start
+	if _, err := a.Send(mailroom.WithCaller(ctx, alice), draft(t, "@bob")); err != nil {
+		t.Fatal(err)
+	}
+	if c := wait("a send on A"); c.All || !c.Touches(bob.ID, nil) || c.Touches(alice.ID, nil) {
+		t.Fatalf("change %+v, want bob's inbox only", c)
+	}
+	sub.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Changes().Len() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := b.Changes().Len(); n != 0 {
+		t.Fatalf("%d subscribers left after close", n)
+	}
 }

@@ -137,8 +137,11 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 		if err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, $1) WHERE recipient = $2 AND message_seq = $3 RETURNING archived_at`,
-			now(), t.recipient, t.seq).Scan(&at)
+		if err := tx.QueryRow(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, $1) WHERE recipient = $2 AND message_seq = $3 RETURNING archived_at`,
+			now(), t.recipient, t.seq).Scan(&at); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, roles.change(me, t.recipient))
 	})
 	if err != nil {
 		return mailroom.ArchiveReceipt{}, err
@@ -168,6 +171,7 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 			return err
 		}
 		at := now()
+		var touched []int64
 		for i, id := range ids {
 			t, err := resolveRecipient(ctx, tx, me, roles, id)
 			if err == nil && s.hooks.FailMark != nil {
@@ -189,8 +193,12 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 			}
 			readAt = readAt.UTC()
 			results[i] = mailroom.MarkResult{MessageID: id, Status: "read", ReadAt: &readAt}
+			touched = append(touched, t.recipient)
 		}
-		return nil
+		if len(touched) == 0 {
+			return nil
+		}
+		return s.notify(ctx, tx, roles.change(me, touched...))
 	})
 	if err != nil {
 		return fail(err)
@@ -215,11 +223,12 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		return mailroom.DrainReceipt{}, err
 	}
 	var rcpts, seqs []int64
+	var roles roleSet
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	err = s.read(ctx, func(tx pgx.Tx) error {
 		rcpts, seqs = rcpts[:0], seqs[:0]
-		roles, err := rolesOf(ctx, tx, me)
-		if err != nil {
+		var err error
+		if roles, err = rolesOf(ctx, tx, me); err != nil {
 			return err
 		}
 		limit := int64(-1)
@@ -279,7 +288,14 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		_, err := tx.Exec(ctx, `UPDATE delivery d SET read_at = $1, read_by = $2
 			FROM unnest($3::bigint[], $4::bigint[]) AS s(recipient, seq)
 			WHERE d.recipient = s.recipient AND d.message_seq = s.seq AND d.read_at IS NULL`, at, me.ID, rcpts, seqs)
-		return err
+		if err != nil {
+			return err
+		}
+		c := roles.change(me)
+		if includeRoles {
+			c = roles.change(me, roles.ids...)
+		}
+		return s.notify(ctx, tx, c)
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err

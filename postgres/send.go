@@ -28,8 +28,10 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 		if err := lockSends(ctx, tx); err != nil {
 			return err
 		}
-		r, err = p.store(ctx, tx, me, d)
-		return err
+		if r, err = p.store(ctx, tx, me, d); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, p.change())
 	})
 	if err != nil {
 		return mailroom.SendReceipt{}, err
@@ -293,6 +295,6 @@ func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 				return err
 			}
 		}
-		return nil
+		return s.notify(ctx, tx, p.change())
 	})
 }
