@@ -43,8 +43,21 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, c mailroom.Change) error 
 
 // Subscribe returns a subscription to the store's change signal: it is
 // signalled after every commit that may change an inbox, by this instance
-// or any other sharing the database.
-func (s *Store) Subscribe() *mailroom.Subscription { return s.changes.Subscribe() }
+// or any other sharing the database. The first subscriber waits (up to a
+// few seconds) for the listener's LISTEN, so that no commit after Subscribe
+// returns goes unseen.
+func (s *Store) Subscribe() *mailroom.Subscription {
+	sub := s.changes.Subscribe()
+	s.mu.Lock()
+	ready := s.listening
+	s.mu.Unlock()
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		// The listener is failing; it signals everyone once it is back.
+	}
+	return sub
+}
 
 // Changes returns the store's in-process hub (tests count its subscribers).
 func (s *Store) Changes() *mailroom.ChangeHub { return s.changes }
@@ -98,10 +111,14 @@ func (s *Store) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
 		return err
 	}
-	// A commit between a Subscribe and this LISTEN would go unseen:
-	// signal once instead (a spurious signal costs a re-read; a missed one
-	// loses a wake-up).
-	s.changes.Publish(mailroom.Change{All: true})
+	s.mu.Lock()
+	close(s.listening)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.listening = make(chan struct{})
+		s.mu.Unlock()
+	}()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenIdleCheck)
 		n, err := conn.Conn().WaitForNotification(wctx)
@@ -137,6 +154,7 @@ func parseChange(payload string) mailroom.Change {
 func (s *Store) startWatcher() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopWatch = cancel
+	s.listening = make(chan struct{})
 	s.watchDone = make(chan struct{})
 	go s.watch(ctx)
 }

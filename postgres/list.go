@@ -63,14 +63,16 @@ func inboxBranches(dcond, mcond string) []string {
 		WHERE d.recipient = ANY($2) AND (m.sender_id <> $1 OR d.recipient = $3)
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = d.message_seq)
 		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.recipient = ANY($2) AND o.message_seq = d.message_seq AND o.recipient < d.recipient
-			AND (m.sender_id <> $1 OR o.recipient = $3))` + dcond + mcond
+			AND (m.sender_id <> $1 OR o.recipient = $3))
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = d.message_seq)` + dcond + mcond
 	return []string{personal, role}
 }
 
 // outboxBranch selects (seq, rcpt) of the caller's sent mail; with
 // skipInbox it leaves out what the personal inbox branch already shows.
 func outboxBranch(mcond string, skipInbox bool) string {
-	q := `SELECT m.seq AS seq, NULL::bigint AS rcpt FROM message m WHERE m.sender_id = $1` + mcond
+	q := `SELECT m.seq AS seq, NULL::bigint AS rcpt FROM message m WHERE m.sender_id = $1
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = m.seq)` + mcond
 	if skipInbox {
 		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = m.seq)`
 	}
@@ -115,6 +117,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	page := mailroom.Page{Messages: []mailroom.Row{}}
 	err = s.read(ctx, func(tx pgx.Tx) error {
 		page.Messages = page.Messages[:0]
+		me, err := reader(ctx, tx, me, f.OfName, f.OfKind)
+		if err != nil {
+			return err
+		}
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -125,8 +131,19 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return "$" + strconv.Itoa(len(args))
 		}
 		var dcond, mcond string
-		if !f.IncludeArchived {
+		if f.ArchivedOnly {
+			dcond += ` AND d.archived_at IS NOT NULL`
+		} else if !f.IncludeArchived {
 			dcond += ` AND d.archived_at IS NULL`
+		}
+		if f.Via != "" {
+			dcond += ` AND d.via = ` + param(f.Via)
+		}
+		if f.Priority != "" {
+			mcond += ` AND m.priority = ` + param(string(f.Priority))
+		}
+		if f.FromHuman {
+			mcond += ` AND m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')`
 		}
 		if f.UnreadOnly {
 			dcond += ` AND d.read_at IS NULL`
@@ -171,13 +188,22 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		for _, c := range f.Concepts {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ` + param(c) + `)`
 		}
+		var related string // the page's order: shared concepts first
+		if f.RelatedTo != "" {
+			t, err := resolve(ctx, tx, me, roles, f.RelatedTo)
+			if err != nil {
+				return err
+			}
+			related = param(t.seq)
+			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(related) + `)`
+		}
 		var parts []string
 		if f.Box != mailroom.BoxOutbox {
 			parts = inboxBranches(dcond, mcond)
 		}
-		if f.Box != mailroom.BoxInbox && !f.UnreadOnly {
-			// Outbox rows have no read state of the caller's, so an
-			// unread-only listing has none of them.
+		if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
+			// Outbox rows have no read state, archive or route of the
+			// caller's, so listings by those have none of them.
 			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
 		}
 		if page.Watermark, err = watermark(ctx, tx, me, roles); err != nil {
@@ -200,15 +226,24 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.Offset >= page.TotalCount {
 			return nil
 		}
-		lim, off, end := param(f.Limit), param(f.Offset), param(f.Offset+f.Limit)
-		branches := make([]string, len(parts))
-		for i, p := range parts {
-			// Each branch stops after offset+limit rows of its own index.
-			branches[i] = `(` + p + ` ORDER BY seq DESC LIMIT ` + end + `)`
-		}
-		q := callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+		lim, off := param(f.Limit), param(f.Offset)
+		var q string
+		if related != "" {
+			q = callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT u.seq, u.rcpt, (SELECT count(*) FROM message_concept x
+					WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
+				FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq ORDER BY b.shared DESC, b.seq DESC`
+		} else {
+			end := param(f.Offset + f.Limit)
+			branches := make([]string, len(parts))
+			for i, p := range parts {
+				// Each branch stops after offset+limit rows of its own index.
+				branches[i] = `(` + p + ` ORDER BY seq DESC LIMIT ` + end + `)`
+			}
+			q = callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
 			ORDER BY b.seq DESC`
+		}
 		rows, err := tx.Query(ctx, q, exec(args)...)
 		if err != nil {
 			return err
@@ -228,6 +263,49 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	}
 	page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
 	return page, nil
+}
+
+// RelatedScan bounds relatedTo: per concept of the message, only the
+// RelatedScan newest messages carrying it are candidates, so a concept on
+// every message costs the same as a rare one.
+const RelatedScan = 1000
+
+// relatedCandidates selects the seqs of messages sharing a concept with the
+// message whose seq is the parameter seq, the newest RelatedScan of each
+// concept, through the concept index.
+func relatedCandidates(seq string) string {
+	return `SELECT r.message_seq FROM message_concept c CROSS JOIN LATERAL (SELECT x.message_seq FROM message_concept x
+		WHERE x.concept_id = c.concept_id ORDER BY x.message_seq DESC LIMIT ` + strconv.Itoa(RelatedScan) + `) r WHERE c.message_seq = ` + seq
+}
+
+// reader returns whose mailbox a reading call reads: the caller's, or with
+// of (an owner name) the owner's, when the caller holds a read grant.
+func reader(ctx context.Context, q querier, me mailroom.Identity, of string, kind mailroom.Kind) (mailroom.Identity, error) {
+	if of == "" {
+		return me, nil
+	}
+	shown := mailroom.Identity{Name: of, Kind: kind}
+	if kind == "" {
+		shown.Kind = mailroom.KindAgent
+	}
+	owner, err := identityByName(ctx, q, of)
+	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && kind != "" && owner.Kind != kind) {
+		return mailroom.Identity{}, mailroom.NoReadGrant(shown.Address())
+	} else if err != nil {
+		return mailroom.Identity{}, err
+	}
+	owner.Name = of
+	if owner.ID == me.ID {
+		return me, nil
+	}
+	var granted bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM read_grant WHERE grantee_id = $1 AND owner_id = $2)`, me.ID, owner.ID).Scan(&granted); err != nil {
+		return mailroom.Identity{}, err
+	}
+	if !granted {
+		return mailroom.Identity{}, mailroom.NoReadGrant(owner.Address())
+	}
+	return owner, nil
 }
 
 // watermark returns the id of the newest message in the caller's inbox.

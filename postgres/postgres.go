@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,11 +68,14 @@ type Store struct {
 	schema string // the schema the tables live in
 	log    *slog.Logger
 	hooks  Hooks
+	terms  func(subject, body string) []string
 
 	changes   *mailroom.ChangeHub
 	channel   string // the schema's NOTIFY channel
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
+	mu        sync.Mutex
+	listening chan struct{} // closed while the listener is in LISTEN
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -115,6 +119,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
+	s.terms = opts.Terms
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -27,13 +27,15 @@ func resolve(ctx context.Context, q querier, me mailroom.Identity, roles roleSet
 	if err := mailroom.ValidateMessageID("messageId", messageID); err != nil {
 		return t, err
 	}
+	var deleted bool
 	err := q.QueryRow(ctx, `SELECT m.seq, m.sender_id, m.thread_id,
 			coalesce((SELECT d.recipient FROM delivery d WHERE d.recipient = $2 AND d.message_seq = m.seq),
 				(SELECT d.recipient FROM delivery d WHERE d.recipient = ANY($3) AND d.message_seq = m.seq
 					AND (m.sender_id <> $2 OR d.recipient = $4) ORDER BY d.recipient LIMIT 1),
-				0)
-		FROM message m WHERE m.id = $1`, messageID, me.ID, roles.ids, roles.own).Scan(&t.seq, &t.sender, &t.thread, &t.recipient)
-	if isNoRows(err) || (err == nil && t.recipient == 0 && t.sender != me.ID) {
+				0),
+			EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $2 AND x.message_seq = m.seq)
+		FROM message m WHERE m.id = $1`, messageID, me.ID, roles.ids, roles.own).Scan(&t.seq, &t.sender, &t.thread, &t.recipient, &deleted)
+	if isNoRows(err) || (err == nil && (deleted || (t.recipient == 0 && t.sender != me.ID))) {
 		return target{}, mailroom.NotFound(messageID)
 	}
 	return t, err
@@ -50,12 +52,22 @@ func resolveRecipient(ctx context.Context, q querier, me mailroom.Identity, role
 
 // Get returns one visible message with its edges.
 func (s *Store) Get(ctx context.Context, messageID string) (mailroom.Message, error) {
+	return s.GetOf(ctx, "", "", messageID)
+}
+
+// GetOf returns one message of owner's inbox to a caller with a read grant
+// (or of the caller's own mailbox when owner is "").
+func (s *Store) GetOf(ctx context.Context, owner string, ownerKind mailroom.Kind, messageID string) (mailroom.Message, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return mailroom.Message{}, err
 	}
 	var m mailroom.Message
 	err = s.read(ctx, func(tx pgx.Tx) error {
+		me, err := reader(ctx, tx, me, owner, ownerKind)
+		if err != nil {
+			return err
+		}
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -63,6 +75,10 @@ func (s *Store) Get(ctx context.Context, messageID string) (mailroom.Message, er
 		t, err := resolve(ctx, tx, me, roles, messageID)
 		if err != nil {
 			return err
+		}
+		if owner != "" && t.recipient == 0 {
+			// A grant reads the owner's inbox, not their outbox.
+			return mailroom.NotFound(messageID)
 		}
 		var parent *string
 		m = mailroom.Message{}

@@ -1,0 +1,373 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom"
+)
+
+// Unarchive clears the caller's archivedAt.
+func (s *Store) Unarchive(ctx context.Context, messageID string) (mailroom.UnarchiveReceipt, error) {
+	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET archived_at = NULL WHERE recipient = $1 AND message_seq = $2`)
+	if err != nil {
+		return mailroom.UnarchiveReceipt{}, err
+	}
+	return mailroom.UnarchiveReceipt{MessageID: messageID, Status: "unarchived", Durable: true}, nil
+}
+
+// MarkUnread clears the caller's readAt (a role message's shared state).
+func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.UnreadReceipt, error) {
+	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET read_at = NULL, read_by = NULL WHERE recipient = $1 AND message_seq = $2`)
+	if err != nil {
+		return mailroom.UnreadReceipt{}, err
+	}
+	return mailroom.UnreadReceipt{MessageID: messageID, Status: "unread", Durable: true}, nil
+}
+
+// recipientWrite runs update (parameters: the delivery's recipient and
+// message seq) on the caller's own delivery of messageID.
+func (s *Store) recipientWrite(ctx context.Context, messageID, update string) error {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolveRecipient(ctx, tx, me, roles, messageID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, update, t.recipient, t.seq); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, roles.change(me, t.recipient))
+	})
+}
+
+// Delete removes the message from the caller's mailbox for good.
+func (s *Store) Delete(ctx context.Context, messageID string) (mailroom.DeleteReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.DeleteReceipt{}, err
+	}
+	at := now()
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolve(ctx, tx, me, roles, messageID)
+		if err != nil {
+			return err
+		}
+		// The personal delivery goes; a role delivery is the other
+		// holders' too, so the caller's tombstone hides it from them alone.
+		if _, err := tx.Exec(ctx, `DELETE FROM delivery WHERE recipient = $1 AND message_seq = $2`, me.ID, t.seq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO message_deleted (identity_id, message_seq, deleted_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, me.ID, t.seq, at); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, mailroom.Change{Identities: []int64{me.ID}})
+	})
+	if err != nil {
+		return mailroom.DeleteReceipt{}, err
+	}
+	return mailroom.DeleteReceipt{MessageID: messageID, DeletedAt: at, Status: "deleted", Durable: true}, nil
+}
+
+// Retract scrubs a message the caller sent. The tsvector is a generated
+// column, so scrubbing the text scrubs the index in the same statement.
+func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.RetractReceipt, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.RetractReceipt{}, err
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		t, err := resolve(ctx, tx, me, roles, messageID)
+		if err != nil {
+			return err
+		}
+		if t.sender != me.ID {
+			return mailroom.NotSender(messageID)
+		}
+		var subject, body string
+		var retracted, pending bool
+		if err := tx.QueryRow(ctx, `SELECT subject, body, retracted, EXISTS (SELECT 1 FROM concept_job WHERE message_seq = seq) FROM message WHERE seq = $1 FOR UPDATE`, t.seq).
+			Scan(&subject, &body, &retracted, &pending); err != nil {
+			return err
+		}
+		if retracted {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE message SET subject = '', body = '', retracted = true WHERE seq = $1`, t.seq); err != nil {
+			return err
+		}
+		// A job still queued (or in a worker's hands) would tag the old
+		// text: drop it, and its worker's completion finds the lease lost.
+		if _, err := tx.Exec(ctx, `DELETE FROM concept_job WHERE message_seq = $1`, t.seq); err != nil {
+			return err
+		}
+		// Extracted tags come from the text; tags the sender gave stay, as
+		// the other edges do.
+		removed, err := deleteConcepts(ctx, tx, `DELETE FROM message_concept WHERE message_seq = $1 AND source <> 'caller' RETURNING concept_id`, t.seq)
+		if err != nil {
+			return err
+		}
+		if err := dropOrphanConcepts(ctx, tx, removed); err != nil {
+			return err
+		}
+		if !pending && s.terms != nil {
+			terms := sortedUnique(s.terms(subject, body))
+			if _, err := tx.Exec(ctx, `UPDATE concept_term SET df = df - 1 WHERE term = ANY($1)`, terms); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM concept_term WHERE df <= 0 AND term = ANY($1)`, terms); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE concept_corpus SET docs = greatest(docs - 1, 0) WHERE id = 1`); err != nil {
+				return err
+			}
+		}
+		return s.notify(ctx, tx, mailroom.Change{All: true})
+	})
+	if err != nil {
+		return mailroom.RetractReceipt{}, err
+	}
+	return mailroom.RetractReceipt{MessageID: messageID, Retracted: true, Status: "retracted", Durable: true}, nil
+}
+
+func deleteConcepts(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]string, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// dropOrphanConcepts removes the concept nodes in ids that no message
+// carries any more: their names come from message text.
+func dropOrphanConcepts(ctx context.Context, tx pgx.Tx, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM concept WHERE id = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM message_concept mc WHERE mc.concept_id = concept.id)`, sortedUnique(ids))
+	return err
+}
+
+// Status counts the caller's mailbox in one read snapshot, with the same
+// inbox branches and conditions List uses.
+func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return mailroom.Status{}, err
+	}
+	st := mailroom.Status{Identity: me.Address(), Roles: []mailroom.RoleCount{}}
+	err = s.read(ctx, func(tx pgx.Tx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		args := []any{me.ID, roles.ids, roles.own}
+		unread := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, "")
+		var oldest *time.Time
+		u := &st.Unread
+		err = tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE d.via = 'direct'), count(*) FILTER (WHERE d.via = 'broadcast'), count(*) FILTER (WHERE d.via = 'role'),
+				count(*) FILTER (WHERE s.kind = 'human'), count(*) FILTER (WHERE m.priority = 'high'), count(*) FILTER (WHERE m.priority = 'normal'), count(*) FILTER (WHERE m.priority = 'low'),
+				min(m.created_at)
+			FROM (`+unread[0]+` UNION ALL `+unread[1]+`) b JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
+			JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id`, args...).
+			Scan(&u.Total, &u.Direct, &u.Broadcast, &u.Role, &u.Human, &u.ByPriority.High, &u.ByPriority.Normal, &u.ByPriority.Low, &oldest)
+		if err != nil {
+			return err
+		}
+		st.OldestUnreadAt = utc(oldest)
+		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM (`+archived[0]+`) a) + (SELECT count(*) FROM (`+archived[1]+`) b)`, args...).Scan(&st.Archived); err != nil {
+			return err
+		}
+		to := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = $4)`)
+		held, err := heldRoles(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		for _, r := range held {
+			rc := mailroom.RoleCount{Role: "role:" + r}
+			if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM (`+to[0]+`) a) + (SELECT count(*) FROM (`+to[1]+`) b)`, me.ID, roles.ids, roles.own, rc.Role).Scan(&rc.Unread); err != nil {
+				return err
+			}
+			st.Roles = append(st.Roles, rc)
+		}
+		st.Watermark, err = watermark(ctx, tx, me, roles)
+		return err
+	})
+	return st, err
+}
+
+// heldRoles names every role the caller holds, implicit ones first, then
+// explicit grants by name: the roles SQLite's store lists.
+func heldRoles(ctx context.Context, q querier, me mailroom.Identity) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT role FROM role_grant WHERE identity_id = $1`, me.ID)
+	if err != nil {
+		return nil, err
+	}
+	granted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return append(me.ImplicitRoles(), granted...), err
+}
+
+// purgeBatch bounds one purge transaction, so senders wait for a batch, not
+// for the whole purge.
+const purgeBatch = 2000
+
+// Purge removes old mail with its edges, index entries and concept tags.
+func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.PurgeReport, error) {
+	rep := mailroom.PurgeReport{Before: r.Before, DryRun: r.DryRun}
+	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL)`
+	cond := `m.created_at < $1`
+	if !r.IncludeUnread {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM message m WHERE `+cond+` AND `+unread, r.Before).Scan(&rep.Kept); err != nil {
+			return rep, err
+		}
+		cond += ` AND NOT ` + unread
+	}
+	if r.DryRun {
+		err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum((SELECT count(*) FROM delivery d WHERE d.message_seq = m.seq)), 0),
+			coalesce(sum((SELECT count(*) FROM message_concept c WHERE c.message_seq = m.seq)), 0)
+			FROM message m WHERE `+cond, r.Before).Scan(&rep.Messages, &rep.Deliveries, &rep.Concepts)
+		return rep, err
+	}
+	for {
+		n := 0
+		var d, c int
+		err := s.write(ctx, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT m.seq FROM message m WHERE `+cond+` ORDER BY m.created_at LIMIT `+itoa(purgeBatch)+` FOR UPDATE SKIP LOCKED`, r.Before)
+			if err != nil {
+				return err
+			}
+			seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil || len(seqs) == 0 {
+				return err
+			}
+			n = len(seqs)
+			rows, err = tx.Query(ctx, `SELECT DISTINCT thread_id FROM message WHERE seq = ANY($1)`, seqs)
+			if err != nil {
+				return err
+			}
+			threads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `DELETE FROM delivery WHERE message_seq = ANY($1)`, seqs)
+			if err != nil {
+				return err
+			}
+			d = int(tag.RowsAffected())
+			removed, err := deleteConcepts(ctx, tx, `DELETE FROM message_concept WHERE message_seq = ANY($1) RETURNING concept_id`, seqs)
+			if err != nil {
+				return err
+			}
+			c = len(removed)
+			for _, q := range []string{
+				`DELETE FROM message_to WHERE message_seq = ANY($1)`,
+				`DELETE FROM message_session WHERE message_seq = ANY($1)`,
+				`DELETE FROM message_ticket WHERE message_seq = ANY($1)`,
+				`DELETE FROM concept_job WHERE message_seq = ANY($1)`,
+				`DELETE FROM message_deleted WHERE message_seq = ANY($1)`,
+				`UPDATE message SET in_reply_to = NULL WHERE in_reply_to = ANY($1)`,
+				`DELETE FROM message WHERE seq = ANY($1)`,
+			} {
+				if _, err := tx.Exec(ctx, q, seqs); err != nil {
+					return err
+				}
+			}
+			if err := dropOrphanConcepts(ctx, tx, removed); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM thread WHERE id = ANY($1)
+				AND NOT EXISTS (SELECT 1 FROM message m WHERE m.thread_id = thread.id)`, threads); err != nil {
+				return err
+			}
+			return s.notify(ctx, tx, mailroom.Change{All: true})
+		})
+		if err != nil {
+			return rep, err
+		}
+		rep.Messages += n
+		rep.Deliveries += d
+		rep.Concepts += c
+		if n < purgeBatch {
+			break
+		}
+	}
+	return rep, nil
+}
+
+// GrantReadInbox lets grantee read owner's inbox.
+func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
+		g, o, err := grantPair(ctx, tx, grantee, owner)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO read_grant (grantee_id, owner_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, g.ID, o.ID, now())
+		return err
+	})
+}
+
+// RevokeReadInbox removes a read grant and reports whether it existed.
+func (s *Store) RevokeReadInbox(ctx context.Context, grantee, owner string) (bool, error) {
+	found := false
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		g, o, err := grantPair(ctx, tx, grantee, owner)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM read_grant WHERE grantee_id = $1 AND owner_id = $2`, g.ID, o.ID)
+		found = err == nil && tag.RowsAffected() > 0
+		return err
+	})
+	return found, err
+}
+
+func grantPair(ctx context.Context, tx pgx.Tx, grantee, owner string) (mailroom.Identity, mailroom.Identity, error) {
+	g, err := identityRef(ctx, tx, "grantee", grantee)
+	if err != nil {
+		return g, g, err
+	}
+	o, err := identityRef(ctx, tx, "owner", owner)
+	if err != nil {
+		return g, o, err
+	}
+	if g.ID == o.ID {
+		return g, o, mailroom.Errorf(mailroom.EINVALID, "%s already reads its own inbox", g.Address())
+	}
+	return g, o, nil
+}
+
+// identityRef finds an existing identity by reference: @name, name,
+// AGENT:name or human:login.
+func identityRef(ctx context.Context, tx pgx.Tx, field, ref string) (mailroom.Identity, error) {
+	name, kind, err := mailroom.ParseOwner(ref)
+	if err != nil {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.EINVALID, "%s: %q is not an identity (use @name or human:login)", field, ref)
+	}
+	id, err := identityByName(ctx, tx, name)
+	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != kind && kind != "") {
+		return mailroom.Identity{}, mailroom.Errorf(mailroom.ENOTFOUND, "%s: unknown identity %s", field, mailroom.Identity{Name: name, Kind: kind}.Address())
+	}
+	return id, err
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
