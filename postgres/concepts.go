@@ -20,7 +20,7 @@ func (s *Store) ClaimConceptJobs(ctx context.Context, worker string, lease time.
 	}
 	var jobs []mailroom.ConceptJob
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		at := now()
+		at := s.now()
 		rows, err := tx.Query(ctx, `UPDATE concept_job j SET locked_by = $1, locked_until = $2, attempts = j.attempts + 1
 			FROM (SELECT message_seq FROM concept_job
 				WHERE run_after <= $3 AND (locked_until IS NULL OR locked_until < $3)
@@ -127,7 +127,7 @@ func (s *Store) RetryConceptJob(ctx context.Context, job mailroom.ConceptJob, re
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE concept_job SET locked_by = NULL, locked_until = NULL, run_after = $1, last_error = $2 WHERE message_seq = $3`,
-			now().Add(after), reason, job.Seq)
+			s.now().Add(after), reason, job.Seq)
 		return err
 	})
 }

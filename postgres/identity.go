@@ -23,7 +23,7 @@ func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		// Two statements: a concurrent insert of the same name makes this
 		// one wait and do nothing; the select then sees the winner's row.
-		if _, err := tx.Exec(ctx, `INSERT INTO identity (name, kind, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`, name, kind, now()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO identity (name, kind, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`, name, kind, s.now()); err != nil {
 			return err
 		}
 		var err error
@@ -85,7 +85,7 @@ func ensureRole(ctx context.Context, tx pgx.Tx, role string) (int64, error) {
 
 // AddToken stores a token digest for an identity.
 func (s *Store) AddToken(ctx context.Context, identityID int64, digest []byte) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES ($1, $2, $3)`, digest, identityID, now())
+	_, err := s.pool.Exec(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES ($1, $2, $3)`, digest, identityID, s.now())
 	return err
 }
 

@@ -57,7 +57,7 @@ func (s *Store) Delete(ctx context.Context, messageID string) (mailroom.DeleteRe
 	if err != nil {
 		return mailroom.DeleteReceipt{}, err
 	}
-	at := now()
+	at := s.now()
 	err = s.write(ctx, func(tx pgx.Tx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
@@ -321,7 +321,7 @@ func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO read_grant (grantee_id, owner_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, g.ID, o.ID, now())
+		_, err = tx.Exec(ctx, `INSERT INTO read_grant (grantee_id, owner_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, g.ID, o.ID, s.now())
 		return err
 	})
 }

@@ -226,21 +226,36 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.Offset >= page.TotalCount {
 			return nil
 		}
-		lim, off := param(f.Limit), param(f.Offset)
+		// A cursor is a position in seq order: the page after it is the
+		// same index range scan as a first page, at any depth. (Its
+		// parameter comes after the count's, which does not use it.)
+		pageParts := parts
+		if f.Before > 0 {
+			p := param(f.Before)
+			pageParts = nil
+			if f.Box != mailroom.BoxOutbox {
+				pageParts = inboxBranches(dcond+` AND d.message_seq < `+p, mcond)
+			}
+			if len(parts) > len(pageParts) {
+				pageParts = append(pageParts, outboxBranch(mcond+` AND m.seq < `+p, f.Box == mailroom.BoxAll))
+			}
+		}
+		// One row more than the page says whether a next page exists.
+		lim, off := param(f.Limit+1), param(f.Offset)
 		var q string
 		if related != "" {
-			q = callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT u.seq, u.rcpt, (SELECT count(*) FROM message_concept x
+			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT u.seq, u.rcpt, (SELECT count(*) FROM message_concept x
 					WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
 				FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq ORDER BY b.shared DESC, b.seq DESC`
 		} else {
-			end := param(f.Offset + f.Limit)
-			branches := make([]string, len(parts))
-			for i, p := range parts {
+			end := param(f.Offset + f.Limit + 1)
+			branches := make([]string, len(pageParts))
+			for i, p := range pageParts {
 				// Each branch stops after offset+limit rows of its own index.
 				branches[i] = `(` + p + ` ORDER BY seq DESC LIMIT ` + end + `)`
 			}
-			q = callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
 			ORDER BY b.seq DESC`
 		}
@@ -249,11 +264,20 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return err
 		}
 		defer rows.Close()
+		var seq, last int64
 		for rows.Next() {
-			r, err := scanRow(rows)
+			r, err := scanRow(rows, &seq)
 			if err != nil {
 				return err
 			}
+			if len(page.Messages) == f.Limit {
+				if related == "" { // a cursor is a position in seq order
+					c := mailroom.Cursor(last)
+					page.NextCursor = &c
+				}
+				break
+			}
+			last = seq
 			page.Messages = append(page.Messages, r)
 		}
 		return rows.Err()
@@ -261,7 +285,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	if err != nil {
 		return mailroom.Page{}, err
 	}
-	page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+	if f.Before == 0 {
+		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+	}
 	return page, nil
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// the document frequencies (concepts.Terms), so that a retraction can
 	// take them back; without it the frequencies keep them.
 	Terms func(subject, body string) []string
+	// Now is the store's clock (time.Now when nil): send times, read
+	// times and concept-job leases. Tests move it instead of sleeping.
+	Now func() time.Time
 	// Hooks are seams for tests; nil in production.
 	Hooks *Hooks
 }
@@ -69,6 +72,7 @@ type Store struct {
 	log    *slog.Logger
 	hooks  Hooks
 	terms  func(subject, body string) []string
+	clock  func() time.Time
 
 	changes   *mailroom.ChangeHub
 	channel   string // the schema's NOTIFY channel
@@ -120,6 +124,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.hooks = *opts.Hooks
 	}
 	s.terms = opts.Terms
+	s.clock = opts.Now
+	if s.clock == nil {
+		s.clock = time.Now
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -261,6 +269,7 @@ func lockSends(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+// now is the store's clock, in PostgreSQL's precision.
+func (s *Store) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -24,8 +24,8 @@ func open(t testing.TB, url string, opts postgres.Options) *postgres.Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) mailroom.Store {
-		return open(t, pgtest.URL(t), postgres.Options{})
+	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
+		return open(t, pgtest.URL(t), postgres.Options{Now: now})
 	})
 }
 

@@ -154,7 +154,7 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 			return err
 		}
 		if err := tx.QueryRow(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, $1) WHERE recipient = $2 AND message_seq = $3 RETURNING archived_at`,
-			now(), t.recipient, t.seq).Scan(&at); err != nil {
+			s.now(), t.recipient, t.seq).Scan(&at); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, roles.change(me, t.recipient))
@@ -186,7 +186,7 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 		if err != nil {
 			return err
 		}
-		at := now()
+		at := s.now()
 		var touched []int64
 		for i, id := range ids {
 			t, err := resolveRecipient(ctx, tx, me, roles, id)
@@ -255,7 +255,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 			limit = t.seq
 		}
-		rc.SnapshotAt = now()
+		rc.SnapshotAt = s.now()
 		// The snapshot: one query over the caller's inbox branches, role
 		// deliveries only when asked; the withheld ones are only counted.
 		unread := ` AND d.read_at IS NULL AND d.archived_at IS NULL AND ($4::bigint < 0 OR d.message_seq <= $4::bigint)`
@@ -299,7 +299,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			return mailroom.DrainReceipt{}, err
 		}
 	}
-	at := now()
+	at := s.now()
 	err = s.write(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE delivery d SET read_at = $1, read_by = $2
 			FROM unnest($3::bigint[], $4::bigint[]) AS s(recipient, seq)

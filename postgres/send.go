@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,7 +29,7 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 		if err := lockSends(ctx, tx); err != nil {
 			return err
 		}
-		if r, err = p.store(ctx, tx, me, d); err != nil {
+		if r, err = p.store(ctx, tx, me, d, s.now()); err != nil {
 			return err
 		}
 		return s.notify(ctx, tx, p.change())
@@ -119,8 +120,7 @@ func plan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft
 // shared between transactions (sessions, roles, tickets, concepts) are
 // written in sorted order, so concurrent writers take their locks in one
 // order.
-func (p sendPlan) store(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft) (mailroom.SendReceipt, error) {
-	at := now()
+func (p sendPlan) store(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft, at time.Time) (mailroom.SendReceipt, error) {
 	if p.threadID == "" {
 		p.threadID = mailroom.NewThreadID()
 		if _, err := tx.Exec(ctx, `INSERT INTO thread (id, created_at) VALUES ($1, $2)`, p.threadID, at); err != nil {
@@ -291,7 +291,7 @@ func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 			return err
 		}
 		for range n {
-			if _, err := p.store(ctx, tx, me, d); err != nil {
+			if _, err := p.store(ctx, tx, me, d, s.now()); err != nil {
 				return err
 			}
 		}
