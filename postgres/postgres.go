@@ -273,3 +273,10 @@ func lockSends(ctx context.Context, tx pgx.Tx) error {
 func (s *Store) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// Analyze refreshes the planner's statistics (autovacuum does it in time;
+// seeding tools call it after a bulk load).
+func (s *Store) Analyze(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `ANALYZE message, message_to, delivery, message_concept, concept_job`)
+	return err
+}

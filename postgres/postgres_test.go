@@ -185,3 +185,56 @@ func TestChangeSignalCrossesInstances(t *testing.T) {
 		t.Fatalf("%d subscribers left after close", n)
 	}
 }
+
+// SendMany stores what Send stores.
+func TestSendManyStoresWhatSendStores(t *testing.T) {
+	s := open(t, pgtest.URL(t), postgres.Options{})
+	ctx := context.Background()
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	s.EnsureAgent(ctx, "carol")
+	if err := s.GrantRole(ctx, "bob", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := mailroom.SendInput{To: []string{"@bob", "role:ops", "*"}, Subject: "seeded", Body: "zeppelin hangar",
+		RelatedSessions: []string{"s1"}, RelatedTickets: []string{"#7"}, TaggedConcepts: []string{"WAL"}}.Draft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:o"
+	asAlice, asBob := mailroom.WithCaller(ctx, alice), mailroom.WithCaller(ctx, bob)
+	r, err := s.Send(asAlice, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMany(asAlice, d, 3); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := mailroom.ListInput{Query: "zeppelin"}.Filter()
+	p, err := s.List(asBob, f)
+	if err != nil || p.TotalCount != 4 {
+		t.Fatalf("bob's inbox: %d %v", p.TotalCount, err)
+	}
+	show := func(id string) string {
+		m, err := s.Get(asBob, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(m.Subject, m.Body, m.From, m.To, m.Priority, m.OriginSessionID, m.RelatedSessions, m.RelatedTickets, m.TaggedConcepts)
+	}
+	want := show(r.MessageID)
+	for _, row := range p.Messages {
+		if got := show(row.MessageID); got != want {
+			t.Fatalf("a SendMany copy:\n%s\nwant, as Send stored it:\n%s", got, want)
+		}
+	}
+	if n, _ := s.PendingConceptJobs(ctx); n != 4 {
+		t.Fatalf("%d concept jobs, want 4", n)
+	}
+	for _, who := range []mailroom.Identity{bob} {
+		rc, err := s.MarkAllRead(mailroom.WithCaller(ctx, who), "", true)
+		if err != nil || rc.MatchedCount != 4 {
+			t.Fatalf("drain: %+v %v", rc, err)
+		}
+	}
+}

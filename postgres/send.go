@@ -274,27 +274,104 @@ func sortedUnique(list []string) []string {
 	return slices.Compact(out)
 }
 
-// SendMany stores n copies of d from the caller in one transaction, through
-// the same send path as Send. It exists to seed large mailboxes for
+// SendMany stores n copies of d from the caller, with the same rows and
+// edges as n Sends, in transactions of up to sendManyBatch messages with a
+// few set-based statements each. It exists to seed large mailboxes for
 // benchmarks and load tests; servers never call it.
 func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx pgx.Tx) error {
-		p, err := plan(ctx, tx, me, d)
+	for n > 0 {
+		k := min(n, sendManyBatch)
+		err := s.write(ctx, func(tx pgx.Tx) error {
+			p, err := plan(ctx, tx, me, d)
+			if err != nil {
+				return err
+			}
+			if err := lockSends(ctx, tx); err != nil {
+				return err
+			}
+			if err := p.storeMany(ctx, tx, me, d, s.now(), k); err != nil {
+				return err
+			}
+			return s.notify(ctx, tx, p.change())
+		})
 		if err != nil {
 			return err
 		}
-		if err := lockSends(ctx, tx); err != nil {
+		n -= k
+	}
+	return nil
+}
+
+// sendManyBatch bounds one SendMany transaction.
+const sendManyBatch = 10_000
+
+// storeMany writes k copies of the planned message in one statement per
+// table; the caller holds the send lock, so seq order is still commit order.
+func (p sendPlan) storeMany(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft, at time.Time, k int) error {
+	ids, threads := make([]string, k), make([]string, k)
+	for i := range k {
+		ids[i] = mailroom.NewMessageID()
+		if threads[i] = p.threadID; p.threadID == "" {
+			threads[i] = mailroom.NewThreadID()
+		}
+	}
+	if p.threadID == "" {
+		if _, err := tx.Exec(ctx, `INSERT INTO thread (id, created_at) SELECT unnest($1::text[]), $2`, threads, at); err != nil {
 			return err
 		}
-		for range n {
-			if _, err := p.store(ctx, tx, me, d, s.now()); err != nil {
-				return err
-			}
+	}
+	sessions := sortedUnique(append([]string{d.OriginSessionID}, d.RelatedSessions...))
+	if _, err := tx.Exec(ctx, `INSERT INTO session (id) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, sessions); err != nil {
+		return err
+	}
+	tickets := sortedUnique(d.RelatedTickets)
+	if _, err := tx.Exec(ctx, `INSERT INTO ticket (id) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, tickets); err != nil {
+		return err
+	}
+	roles := slices.Sorted(slices.Values(p.roles))
+	var roleBoxes []int64
+	for _, r := range roles {
+		mb, err := ensureRole(ctx, tx, r)
+		if err != nil {
+			return err
 		}
-		return s.notify(ctx, tx, p.change())
-	})
+		roleBoxes = append(roleBoxes, mb)
+	}
+	cids := make([]string, len(d.Concepts))
+	cnames := make([]string, len(d.Concepts))
+	for i, c := range d.Concepts {
+		cids[i], cnames[i] = c.ID, c.Name
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO concept (id, name) SELECT * FROM unnest($1::text[], $2::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, cids, cnames); err != nil {
+		return err
+	}
+	direct := slices.Compact(slices.Sorted(slices.Values(p.direct)))
+	_, err := tx.Exec(ctx, `WITH m AS (
+			INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to)
+			SELECT x.id, $3, $4, $5, $6, $7, x.thread, $8, $9 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(id, thread, n)
+			ORDER BY x.n RETURNING seq),
+		t AS (INSERT INTO message_to (message_seq, position, address)
+			SELECT m.seq, a.pos - 1, a.address FROM m, unnest($10::text[]) WITH ORDINALITY AS a(address, pos)),
+		dd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
+			SELECT r, m.seq, 'direct', $5 FROM m, unnest($11::bigint[]) AS r),
+		bd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
+			SELECT i.id, m.seq, 'broadcast', $5 FROM m, identity i
+			WHERE $12 AND i.kind = 'agent' AND i.id <> $7 AND NOT (i.id = ANY($11::bigint[]))),
+		rd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
+			SELECT r, m.seq, 'role', $5 FROM m, unnest($13::bigint[]) AS r),
+		ms AS (INSERT INTO message_session (message_seq, session_id)
+			SELECT m.seq, x FROM m, unnest($14::text[]) AS x),
+		mt AS (INSERT INTO message_ticket (message_seq, ticket_id)
+			SELECT m.seq, x FROM m, unnest($15::text[]) AS x),
+		mc AS (INSERT INTO message_concept (message_seq, concept_id, source, rank)
+			SELECT m.seq, c.id, 'caller', c.pos - 1 FROM m, unnest($16::text[]) WITH ORDINALITY AS c(id, pos)),
+		j AS (INSERT INTO concept_job (message_seq, run_after) SELECT m.seq, $5 FROM m)
+		SELECT count(*) FROM m`,
+		ids, threads, d.Subject, d.Body, at, string(d.Priority), me.ID, d.OriginSessionID, p.parentSeq,
+		p.addrs, direct, p.broadcast, roleBoxes, sortedUnique(d.RelatedSessions), tickets, cids)
+	return err
 }

@@ -29,7 +29,10 @@ func main() {
 	flag.Parse()
 
 	ctx := context.Background()
-	var s mailroom.Store
+	var s interface {
+		mailroom.Store
+		SendMany(ctx context.Context, d mailroom.Draft, n int) error
+	}
 	var err error
 	if postgres.IsURL(*db) {
 		s, err = postgres.Open(ctx, *db, postgres.Options{})

@@ -1,0 +1,141 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/postgres"
+	"github.com/mailroom/mailroom/postgres/pgtest"
+)
+
+// The same benchmarks as sqlite/bench_test.go, on the server named by
+// MAILROOM_TEST_POSTGRES (use a cluster with fsync on for figures).
+
+type benchEnv struct {
+	s          *postgres.Store
+	alice, bob context.Context
+}
+
+func newBenchEnv(b *testing.B) benchEnv {
+	s := open(b, pgtest.URL(b), postgres.Options{})
+	ctx := context.Background()
+	alice, err := s.EnsureAgent(ctx, "alice")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bob, err := s.EnsureAgent(ctx, "bob")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchEnv{s: s, alice: mailroom.WithCaller(ctx, alice), bob: mailroom.WithCaller(ctx, bob)}
+}
+
+func benchDraft(b *testing.B, to string) mailroom.Draft {
+	d, err := mailroom.SendInput{To: []string{to}, Subject: "Handoff: WAL checkpoint tuning",
+		Body: "Picked up where the last session stopped. The checkpoint starves readers under load; see POL-358. Next: measure with 8 writers."}.Draft(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:bench"
+	return d
+}
+
+// seed stores n messages from alice to bob; one in a hundred mentions a
+// zeppelin, for a selective full-text query.
+func (e benchEnv) seed(b *testing.B, n int) {
+	start := time.Now()
+	d := benchDraft(b, "@bob")
+	rare := d
+	rare.Body += " The zeppelin hangar lease renews in March."
+	for n > 0 {
+		k := min(n, 10000)
+		if err := e.s.SendMany(e.alice, d, k-k/100); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.s.SendMany(e.alice, rare, k/100); err != nil {
+			b.Fatal(err)
+		}
+		n -= k
+	}
+	if err := e.s.Analyze(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded in %v", time.Since(start))
+}
+
+// BenchmarkSend is one add_message: a committed transaction with the
+// message, its edges, its delivery and its concept job.
+func BenchmarkSend(b *testing.B) {
+	e := newBenchEnv(b)
+	d := benchDraft(b, "@bob")
+	for b.Loop() {
+		if _, err := e.s.Send(e.alice, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListInbox is one page (50 rows), totalCount and watermark of an
+// inbox holding 100,000 messages.
+func BenchmarkListInbox(b *testing.B) {
+	e := newBenchEnv(b)
+	e.seed(b, 100_000)
+	for _, tc := range []struct {
+		name  string
+		in    mailroom.ListInput
+		total int
+	}{
+		{"all", mailroom.ListInput{}, 100_000},
+		{"unread", mailroom.ListInput{UnreadOnly: true}, 100_000},
+		{"query-1pct", mailroom.ListInput{Query: "zeppelin"}, 1_000},
+		{"query-every-message", mailroom.ListInput{Query: "checkpoint"}, 100_000},
+		{"deep-offset", mailroom.ListInput{Offset: ptr(90_000)}, 100_000},
+		{"deep-cursor", mailroom.ListInput{Cursor: ptr("")}, 100_000},
+	} {
+		if tc.in.Cursor != nil {
+			// The cursor after the 90,000th row: the same page as offset 90000.
+			f, _ := mailroom.ListInput{Offset: ptr(89_999), Limit: ptr(1)}.Filter()
+			p, err := e.s.List(e.bob, f)
+			if err != nil || p.NextCursor == nil {
+				b.Fatalf("%v %v", err, p.NextCursor)
+			}
+			tc.in.Cursor = p.NextCursor
+		}
+		f, err := tc.in.Filter()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				p, err := e.s.List(e.bob, f)
+				if err != nil || p.TotalCount != tc.total {
+					b.Fatalf("%v %d", err, p.TotalCount)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// BenchmarkDrain is mark_read({all: true}) over 100,000 unread messages:
+// snapshot, one set-based mark, commit, read back.
+func BenchmarkDrain(b *testing.B) {
+	for _, n := range []int{100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				e := newBenchEnv(b)
+				e.seed(b, n)
+				b.StartTimer()
+				rc, err := e.s.MarkAllRead(e.bob, "", false)
+				if err != nil || rc.DurableCount != n || rc.Status != "read" {
+					b.Fatalf("%+v %v", rc, err)
+				}
+			}
+		})
+	}
+}
