@@ -63,6 +63,7 @@ func (m *Main) commands() []*cobra.Command {
 		m.markReadCmd(),
 		m.statusCmd(),
 		m.purgeCmd(),
+		m.benchCmd(),
 	}, m.readGrantCmds()...)
 }
 
