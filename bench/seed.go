@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom"
-	"github.com/mailroom/mailroom/sqlite"
 )
 
 // SeedOptions shape a seeded dataset.
@@ -33,10 +32,16 @@ var vocabulary = strings.Fields(`checkpoint migration handoff review rollout
 	worker session cursor inbox archive tokens benchmark profile flaky test
 	ci pipeline cache vacuum replica failover shard backfill alert oncall`)
 
-// Seed fills store through its bulk path (sqlite.Store.SendMany): varied
+// BulkStore is a store with a bulk send path, as sqlite.Store has.
+type BulkStore interface {
+	mailroom.Store
+	SendMany(ctx context.Context, d mailroom.Draft, n int) error
+}
+
+// Seed fills store through its bulk path (SendMany): varied
 // subjects and bodies, threads of replies, direct mail (most of it to
 // agent-0), broadcasts and role mail.
-func Seed(ctx context.Context, store *sqlite.Store, o SeedOptions) error {
+func Seed(ctx context.Context, store BulkStore, o SeedOptions) error {
 	if o.Messages < 0 || o.Agents < 2 {
 		return fmt.Errorf("seed needs --messages >= 0 and --agents >= 2")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/mailroom/mailroom/bench"
@@ -61,8 +62,12 @@ body holds the word "` + bench.Common + `", one in a hundred "` + bench.Rare + `
 			if err := m.open(ctx); err != nil {
 				return err
 			}
+			bulk, ok := m.store.(bench.BulkStore)
+			if !ok {
+				return fmt.Errorf("bench seed needs a store with a bulk send path (SQLite or PostgreSQL)")
+			}
 			so.Progress = m.stderr
-			return cliError(bench.Seed(ctx, m.store, so))
+			return cliError(bench.Seed(ctx, bulk, so))
 		}),
 	}
 	seed.Flags().IntVar(&so.Messages, "messages", 10000, "how many messages")
