@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -299,13 +301,17 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			return mailroom.DrainReceipt{}, err
 		}
 	}
+	// One statement per mailbox in the snapshot (the caller's, and each
+	// role queue with includeRoles): a range of the primary key probed with
+	// a sorted array, which the planner walks in one index scan.
+	groups := byMailbox(rcpts, seqs)
 	at := s.now()
 	err = s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE delivery d SET read_at = $1, read_by = $2
-			FROM unnest($3::bigint[], $4::bigint[]) AS s(recipient, seq)
-			WHERE d.recipient = s.recipient AND d.message_seq = s.seq AND d.read_at IS NULL`, at, me.ID, rcpts, seqs)
-		if err != nil {
-			return err
+		for _, g := range groups {
+			if _, err := tx.Exec(ctx, `UPDATE delivery SET read_at = $1, read_by = $2
+				WHERE recipient = $3 AND message_seq = ANY($4) AND read_at IS NULL`, at, me.ID, g.recipient, g.seqs); err != nil {
+				return err
+			}
 		}
 		c := roles.change(me)
 		if includeRoles {
@@ -318,13 +324,42 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	}
 	rc.ReadCount = len(seqs)
 	// Evidence, not intent: count what storage holds now.
-	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM delivery d JOIN unnest($1::bigint[], $2::bigint[]) AS s(recipient, seq)
-		ON d.recipient = s.recipient AND d.message_seq = s.seq WHERE d.read_at IS NOT NULL`, rcpts, seqs).Scan(&rc.DurableCount)
-	if err != nil {
-		return mailroom.DrainReceipt{}, err
+	for _, g := range groups {
+		var n int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM delivery WHERE recipient = $1 AND message_seq = ANY($2) AND read_at IS NOT NULL`,
+			g.recipient, g.seqs).Scan(&n); err != nil {
+			return mailroom.DrainReceipt{}, err
+		}
+		rc.DurableCount += n
 	}
 	rc.Settle(true)
 	return rc, nil
+}
+
+// mailboxKeys is one mailbox's part of a drain snapshot, seqs sorted.
+type mailboxKeys struct {
+	recipient int64
+	seqs      []int64
+}
+
+func byMailbox(rcpts, seqs []int64) []mailboxKeys {
+	idx := map[int64]int{}
+	var out []mailboxKeys
+	for i, r := range rcpts {
+		j, ok := idx[r]
+		if !ok {
+			j = len(out)
+			idx[r] = j
+			out = append(out, mailboxKeys{recipient: r})
+		}
+		out[j].seqs = append(out[j].seqs, seqs[i])
+	}
+	for _, g := range out {
+		slices.Sort(g.seqs)
+	}
+	// Mailboxes in one order, so concurrent drains lock rows alike.
+	slices.SortFunc(out, func(a, b mailboxKeys) int { return cmp.Compare(a.recipient, b.recipient) })
+	return out
 }
 
 // injectFailures applies the FailMark test hook to a drain's snapshot: the
