@@ -183,3 +183,66 @@ func (h *ChangeHub) Len() int {
 	defer h.mu.Unlock()
 	return len(h.subs)
 }
+
+// InboxState is a cheap summary of the caller's inbox, enough to tell
+// whether it changed: the unread count (unread, unarchived, personal and
+// role mail), the watermark, and a fingerprint that changes whenever the
+// unread set or the watermark does.
+type InboxState struct {
+	UnreadCount int
+	Watermark   *string
+	Fingerprint string
+	// Roles are the roles the caller holds (explicit and implicit), for
+	// Change.Touches.
+	Roles []string
+}
+
+// NewMail is wait_for_mail's result: unread inbox messages committed after
+// a point, oldest first.
+type NewMail struct {
+	Messages  []Row   `json:"messages"`
+	Watermark *string `json:"watermark"`
+	TimedOut  bool    `json:"timedOut"`
+}
+
+// wait_for_mail's bounds.
+const (
+	DefaultWaitSeconds = 25
+	MaxWaitSeconds     = 60
+	MaxNewMail         = 50
+)
+
+// WaitInput is wait_for_mail's arguments as decoded by a transport; nil
+// pointers are absent arguments.
+type WaitInput struct {
+	Since          string
+	TimeoutSeconds *int
+	IncludeRoles   *bool
+}
+
+// WaitRequest is a validated wait_for_mail call.
+type WaitRequest struct {
+	Since        string // "" means the caller's watermark when the call starts
+	Timeout      int    // seconds
+	IncludeRoles bool
+}
+
+// Request validates in.
+func (in WaitInput) Request() (WaitRequest, error) {
+	r := WaitRequest{Since: in.Since, Timeout: DefaultWaitSeconds, IncludeRoles: true}
+	if in.Since != "" {
+		if err := ValidateMessageID("since", in.Since); err != nil {
+			return WaitRequest{}, err
+		}
+	}
+	if in.TimeoutSeconds != nil {
+		if t := *in.TimeoutSeconds; t < 1 || t > MaxWaitSeconds {
+			return WaitRequest{}, Errorf(EINVALID, "timeoutSeconds must be between 1 and %d (got %d)", MaxWaitSeconds, t)
+		}
+		r.Timeout = *in.TimeoutSeconds
+	}
+	if in.IncludeRoles != nil {
+		r.IncludeRoles = *in.IncludeRoles
+	}
+	return r, nil
+}

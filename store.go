@@ -67,6 +67,21 @@ type Store interface {
 	ConceptStore
 	TokenStore
 
+	// InboxState summarises the caller's inbox cheaply (one indexed count
+	// per branch): what a watcher compares after each change signal.
+	InboxState(ctx context.Context) (InboxState, error)
+	// NewMail returns the caller's unread, unarchived inbox messages
+	// committed after since (a message the caller can see; "" for all),
+	// oldest first, at most limit, with the watermark; role-queue mail only
+	// when includeRoles. It never marks anything read. An invisible since
+	// is NotFound(since).
+	NewMail(ctx context.Context, since string, includeRoles bool, limit int) (NewMail, error)
+	// Announce records, for the caller and a hook session key, that
+	// messageIDs were announced, and returns those not announced to that
+	// session before, in the order given. Ids the caller cannot see are
+	// ignored.
+	Announce(ctx context.Context, session string, messageIDs []string) ([]string, error)
+
 	// ChangeSignal signals commits by any process or instance sharing the
 	// database (see ChangeSignal); it is the only wake-up mechanism.
 	ChangeSignal

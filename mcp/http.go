@@ -105,7 +105,7 @@ type verifiedKey struct{}
 type httpFront struct {
 	s       *Server
 	opts    HTTPOptions
-	srv     *gomcp.Server
+	servers *serverSet
 	sdk     http.Handler
 	allowed map[string]bool
 
@@ -127,8 +127,8 @@ func (s *Server) HTTPHandler() http.Handler {
 
 func (s *Server) front() *httpFront {
 	o := s.opts.HTTP.withDefaults()
-	srv := s.MCPServer()
-	sdk := gomcp.NewStreamableHTTPHandler(func(*http.Request) *gomcp.Server { return srv }, &gomcp.StreamableHTTPOptions{
+	servers := &serverSet{s: s, servers: map[int64]*gomcp.Server{}}
+	sdk := gomcp.NewStreamableHTTPHandler(servers.get, &gomcp.StreamableHTTPOptions{
 		Logger:              s.log,
 		SessionTimeout:      o.SessionIdle,
 		MaxRequestBodyBytes: o.MaxRequestBody,
@@ -144,7 +144,7 @@ func (s *Server) front() *httpFront {
 		return &auth.TokenInfo{UserID: id.Address(), Extra: map[string]any{identityKey: id}}, nil
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
-	f := &httpFront{s: s, opts: o, srv: srv, allowed: map[string]bool{}, limiters: map[string]*rate.Limiter{}, touched: map[string]time.Time{}}
+	f := &httpFront{s: s, opts: o, servers: servers, allowed: map[string]bool{}, limiters: map[string]*rate.Limiter{}, touched: map[string]time.Time{}}
 	for _, origin := range o.AllowOrigins {
 		f.allowed[normOrigin(origin)] = true
 	}
@@ -362,10 +362,7 @@ func tooLarge(w http.ResponseWriter, limit int64) {
 func (f *httpFront) reserveSession(w http.ResponseWriter) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	open := 0
-	for range f.srv.Sessions() {
-		open++
-	}
+	open := f.servers.sessions()
 	if open+f.pending >= f.opts.MaxSessions {
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, fmt.Sprintf("Service Unavailable: %d MCP sessions are open, the limit; close one (DELETE with its Mcp-Session-Id) or wait for idle ones to expire", f.opts.MaxSessions), http.StatusServiceUnavailable)
@@ -441,4 +438,44 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 		return err
 	}
 	return nil
+}
+
+// serverSet holds the go-sdk servers of an HTTP handler: one per identity
+// (made on its first session), because the go-sdk's ResourceUpdated reaches
+// every subscribed session of a server, and mailbox://inbox is a different
+// inbox for each identity. Tool calls still bind the identity per request.
+type serverSet struct {
+	s       *Server
+	mu      sync.Mutex
+	servers map[int64]*gomcp.Server
+}
+
+// get is the go-sdk's getServer: the server of the request's identity, as
+// the front verified it.
+func (ss *serverSet) get(r *http.Request) *gomcp.Server {
+	var key int64
+	if id, ok := r.Context().Value(verifiedKey{}).(mailroom.Identity); ok {
+		key = id.ID
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	srv := ss.servers[key]
+	if srv == nil {
+		srv = ss.s.MCPServer()
+		ss.servers[key] = srv
+	}
+	return srv
+}
+
+// sessions counts the open sessions of every server.
+func (ss *serverSet) sessions() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for _, srv := range ss.servers {
+		for range srv.Sessions() {
+			n++
+		}
+	}
+	return n
 }

@@ -205,6 +205,30 @@ var tools = []tool{
 		input:       json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Default 100"}}}`),
 		output:      json.RawMessage(`{"type": "object", "properties": {"concepts": {"type": "array", "items": {"type": "object", "required": ["id", "name", "count"]}}}, "required": ["concepts"]}`),
 	},
+	{
+		name:        "wait_for_mail",
+		title:       "Wait for mail",
+		description: "Block until unread mail newer than `since` reaches your inbox; returns it oldest first (at most 50). Never marks read. timedOut: true when none came.",
+		readOnly:    true,
+		input: json.RawMessage(`{
+	"type": "object",
+	"additionalProperties": false,
+	"properties": {
+		"since": {"type": "string", "description": "A MESSAGE: id; default your newest."},
+		"timeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 60, "description": "Default 25."},
+		"includeRoles": {"type": "boolean", "description": "Default true."}
+	}
+}`),
+		output: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"messages": {"type": "array", "items": ` + rowSchema + `},
+		"watermark": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+		"timedOut": {"type": "boolean"}
+	},
+	"required": ["messages", "watermark", "timedOut"]
+}`),
+	},
 }
 
 // ToolNames lists the tools the server offers, in tools/list order.

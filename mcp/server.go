@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/wake"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -92,6 +93,7 @@ type Server struct {
 
 	nextRef  atomic.Uint64
 	requests sync.Map // refHeader value -> context.Context of the HTTP request being served
+	wake     *wake.Watcher
 
 	mu    sync.Mutex
 	built []*gomcp.Server // every go-sdk server built, for OpenSessions
@@ -122,20 +124,33 @@ func NewServer(store mailroom.Store, opts Options) *Server {
 	if opts.CallBudget == 0 {
 		opts.CallBudget = DefaultCallBudget
 	}
-	return &Server{store: store, opts: opts, log: opts.Logger}
+	return &Server{store: store, opts: opts, log: opts.Logger, wake: wake.New(store, wake.Options{Logger: opts.Logger})}
 }
+
+// Waiters returns how many inbox listeners (waiting wait_for_mail calls and
+// subscribed identities) are open; tests use it to prove none leak.
+func (s *Server) Waiters() int { return s.wake.Len() }
 
 // MCPServer builds the go-sdk server with every tool registered.
 func (s *Server) MCPServer() *gomcp.Server {
+	fd := &feeds{s: s, ids: map[int64]*feed{}}
 	srv := gomcp.NewServer(&gomcp.Implementation{Name: "mailroom", Title: "mailroom", Version: Version}, &gomcp.ServerOptions{
-		Logger: s.log,
+		Logger:             s.log,
+		SubscribeHandler:   fd.subscribe,
+		UnsubscribeHandler: fd.unsubscribe,
 		Instructions: "mailroom is your mailbox: addressed messages between agents and humans, with read state and threads. " +
 			"Check list_messages({unreadOnly: true}) at the start of a session, reply with add_message({inReplyTo}), and clear handled mail with mark_read.",
 	})
 	s.mu.Lock()
 	s.built = append(s.built, srv)
 	s.mu.Unlock()
+	fd.srv = srv
+	srv.AddResource(&gomcp.Resource{
+		URI: InboxURI, Name: "inbox", Title: "Your inbox", MIMEType: "application/json",
+		Description: "Unread count, watermark and the 10 newest rows of your inbox. Subscribe to hear of new mail.",
+	}, s.readInbox)
 	handlers := map[string]handler{
+		"wait_for_mail":   s.waitForMail,
 		"add_message":     s.addMessage,
 		"list_messages":   s.listMessages,
 		"get_message":     s.getMessage,

@@ -5,6 +5,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
 	RunLifecycle(t, open)
+	t.Run("InboxState", func(t *testing.T) { testInboxState(t, open(t)) })
+	t.Run("NewMail", func(t *testing.T) { testNewMail(t, open(t)) })
+	t.Run("Announce", func(t *testing.T) { testAnnounce(t, open(t)) })
 }
 
 // env is a store with agents alice, bob, carol and a human dana.
@@ -999,4 +1003,139 @@ func testTokens(t *testing.T, s mailroom.Store) {
 			t.Errorf("%d tokens after revoking one of %d", len(after), len(list))
 		}
 	})
+}
+
+func (e *env) state(who string) mailroom.InboxState {
+	e.t.Helper()
+	st, err := e.s.InboxState(e.as(who))
+	if err != nil {
+		e.t.Fatalf("inbox state of %s: %v", who, err)
+	}
+	return st
+}
+
+func testInboxState(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	if err := s.GrantRole(e.ctx, "bob", "triage"); err != nil {
+		t.Fatal(err)
+	}
+	empty := e.state("bob")
+	if empty.UnreadCount != 0 || empty.Watermark != nil || !slices.Contains(empty.Roles, "triage") || !slices.Contains(empty.Roles, "next-session") {
+		t.Fatalf("empty inbox state = %+v", empty)
+	}
+	if _, err := s.InboxState(e.ctx); mailroom.ErrorCode(err) != mailroom.EUNAUTHORIZED {
+		t.Fatalf("InboxState without a caller: %v", err)
+	}
+	m1 := e.send("alice", "@bob")
+	one := e.state("bob")
+	if one.UnreadCount != 1 || one.Watermark == nil || *one.Watermark != m1.MessageID || one.Fingerprint == empty.Fingerprint {
+		t.Fatalf("after a direct send: %+v (before %+v)", one, empty)
+	}
+	m2 := e.send("carol", "role:triage")
+	two := e.state("bob")
+	if two.UnreadCount != 2 || *two.Watermark != m2.MessageID {
+		t.Fatalf("role mail counts: %+v", two)
+	}
+	if other := e.state("carol"); other.UnreadCount != 0 {
+		t.Fatalf("the sender's own role message is not in her inbox: %+v", other)
+	}
+	before := e.state("alice").Fingerprint
+	e.send("bob", "@carol")
+	if e.state("alice").Fingerprint != before {
+		t.Fatal("mail to someone else changed alice's fingerprint")
+	}
+	// Reading one and receiving another leaves the count at 2; the
+	// fingerprint still changes.
+	if r := s.MarkRead(e.as("bob"), []string{m1.MessageID}); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	e.send("alice", "@bob")
+	three := e.state("bob")
+	if three.UnreadCount != 2 || three.Fingerprint == two.Fingerprint {
+		t.Fatalf("read one, got one: %+v vs %+v", three, two)
+	}
+	if _, err := s.Archive(e.as("bob"), m2.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.state("bob"); st.UnreadCount != 1 || st.Fingerprint == three.Fingerprint {
+		t.Fatalf("archived mail is not unread inbox mail: %+v", st)
+	}
+}
+
+func newMailIDs(m mailroom.NewMail) []string {
+	out := make([]string, len(m.Messages))
+	for i, r := range m.Messages {
+		out[i] = r.MessageID
+	}
+	return out
+}
+
+func testNewMail(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	if err := s.GrantRole(e.ctx, "bob", "triage"); err != nil {
+		t.Fatal(err)
+	}
+	m1 := e.send("alice", "@bob")
+	m2 := e.send("carol", "role:triage")
+	m3 := e.send("alice", "*")
+	e.send("bob", "@alice") // bob's own outbox is not new mail
+	got, err := s.NewMail(e.as("bob"), "", true, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "all unread, oldest first", newMailIDs(got), m1.MessageID, m2.MessageID, m3.MessageID)
+	if got.Watermark == nil || *got.Watermark != m3.MessageID || got.Messages[0].ReadAt != nil {
+		t.Fatalf("watermark %v, first row %+v", got.Watermark, got.Messages[0])
+	}
+	got, _ = s.NewMail(e.as("bob"), m1.MessageID, true, 50)
+	wantIDs(t, "after m1", newMailIDs(got), m2.MessageID, m3.MessageID)
+	got, _ = s.NewMail(e.as("bob"), m1.MessageID, false, 50)
+	wantIDs(t, "after m1 without roles", newMailIDs(got), m3.MessageID)
+	got, _ = s.NewMail(e.as("bob"), "", true, 2)
+	wantIDs(t, "limit keeps the oldest", newMailIDs(got), m1.MessageID, m2.MessageID)
+	if r := s.MarkRead(e.as("bob"), []string{m2.MessageID}); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	got, _ = s.NewMail(e.as("bob"), "", true, 50)
+	wantIDs(t, "read mail is not new", newMailIDs(got), m1.MessageID, m3.MessageID)
+	// It never marks anything read.
+	if p := e.list("bob", mailroom.ListInput{UnreadOnly: true}); p.TotalCount != 2 {
+		t.Fatalf("unread after NewMail = %d, want 2", p.TotalCount)
+	}
+	// A since the caller cannot see does not exist for them.
+	hidden := e.send("alice", "@carol")
+	_, err = s.NewMail(e.as("bob"), hidden.MessageID, true, 50)
+	wantErr(t, err, "Message not found: "+hidden.MessageID)
+	got, err = s.NewMail(e.as("carol"), "", true, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Messages {
+		if r.MessageID == m1.MessageID || r.MessageID == m2.MessageID {
+			t.Fatalf("carol sees %s", r.MessageID)
+		}
+	}
+}
+
+func testAnnounce(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	m1 := e.send("alice", "@bob")
+	m2 := e.send("alice", "@bob")
+	hidden := e.send("alice", "@carol")
+	fresh, err := s.Announce(e.as("bob"), "S1", []string{m1.MessageID, hidden.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "first announcement (invisible ids ignored)", fresh, m1.MessageID)
+	fresh, _ = s.Announce(e.as("bob"), "S1", []string{m2.MessageID, m1.MessageID})
+	wantIDs(t, "second announcement in the same session", fresh, m2.MessageID)
+	fresh, _ = s.Announce(e.as("bob"), "S1", []string{m2.MessageID, m1.MessageID})
+	wantIDs(t, "nothing new", fresh)
+	fresh, _ = s.Announce(e.as("bob"), "S2", []string{m1.MessageID})
+	wantIDs(t, "another session starts afresh", fresh, m1.MessageID)
+	// Sessions are per identity: carol's S1 is not bob's.
+	fresh, _ = s.Announce(e.as("carol"), "S1", []string{hidden.MessageID})
+	wantIDs(t, "carol's own session", fresh, hidden.MessageID)
+	_, err = s.Announce(e.as("bob"), "", []string{m1.MessageID})
+	wantErr(t, err, "session must not be empty")
 }

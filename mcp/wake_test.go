@@ -1,0 +1,298 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/mcp"
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// watcher is one identity's MCP session with its server, its resource
+// notifications counted.
+type watcher struct {
+	*client
+	srv     *mcp.Server
+	updates chan string
+}
+
+// watch connects name over an in-memory transport speaking protocol
+// version (empty: the go-sdk's newest, which routes subscriptions through
+// subscriptions/listen).
+func (e *env) watch(name, version string) *watcher {
+	e.t.Helper()
+	id, ok := e.ids[name]
+	if !ok {
+		id = e.agent(name)
+	}
+	ctx := context.Background()
+	srv := mcp.NewServer(e.store, mcp.Options{Identity: &id})
+	ct, st := gomcp.NewInMemoryTransports()
+	ss, err := srv.MCPServer().Connect(ctx, st, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w := &watcher{srv: srv, updates: make(chan string, 100)}
+	cl := gomcp.NewClient(&gomcp.Implementation{Name: "watch-" + name, Version: "v0"}, &gomcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *gomcp.ResourceUpdatedNotificationRequest) {
+			w.updates <- r.Params.URI
+		},
+	})
+	cs, err := cl.Connect(ctx, ct, &gomcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	w.client = &client{t: e.t, session: &session{cs: cs, name: name}}
+	return w
+}
+
+func (w *watcher) subscribe() {
+	w.t.Helper()
+	// Under 2026-07-28 the go-sdk client's Subscribe opens a
+	// subscriptions/listen stream and returns once it ends: run it aside
+	// and wait for the server to hold the subscription.
+	go w.cs.Subscribe(context.Background(), &gomcp.SubscribeParams{URI: mcp.InboxURI})
+	w.waiters(1)
+}
+
+// waiters waits until the server holds n inbox listeners. It polls a
+// counter the server exposes; there is no event to wait on.
+func (w *watcher) waiters(n int) {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for w.srv.Waiters() != n {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("server holds %d listeners, want %d", w.srv.Waiters(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (w *watcher) update() {
+	w.t.Helper()
+	select {
+	case uri := <-w.updates:
+		if uri != mcp.InboxURI {
+			w.t.Fatalf("updated %q, want %s", uri, mcp.InboxURI)
+		}
+	case <-time.After(10 * time.Second):
+		w.t.Fatal("no notifications/resources/updated")
+	}
+}
+
+func (w *watcher) readInbox() (summary struct {
+	UnreadCount int     `json:"unreadCount"`
+	Watermark   *string `json:"watermark"`
+	Newest      []row   `json:"newest"`
+}) {
+	w.t.Helper()
+	res, err := w.cs.ReadResource(context.Background(), &gomcp.ReadResourceParams{URI: mcp.InboxURI})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if len(res.Contents) != 1 || res.Contents[0].MIMEType != "application/json" {
+		w.t.Fatalf("contents = %+v", res.Contents)
+	}
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &summary); err != nil {
+		w.t.Fatal(err)
+	}
+	return summary
+}
+
+func TestInboxResourceIsListedAndRead(t *testing.T) {
+	e := newEnv(t)
+	e.agent("alice")
+	bob := e.watch("bob", "")
+	if caps := bob.cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
+		t.Fatalf("capabilities.resources = %+v, want subscribe: true", caps.Resources)
+	}
+	res, err := bob.cs.ListResources(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Resources) != 1 || res.Resources[0].URI != "mailbox://inbox" {
+		t.Fatalf("resources = %+v", res.Resources)
+	}
+	if s := bob.readInbox(); s.UnreadCount != 0 || s.Watermark != nil || len(s.Newest) != 0 || s.Newest == nil {
+		t.Fatalf("empty inbox summary = %+v", s)
+	}
+	var ids []string
+	for range 12 {
+		ids = append(ids, e.storeSend("alice", []string{"@bob"}, "hello", "b"))
+	}
+	bob.markRead(ids[11])
+	s := bob.readInbox()
+	if s.UnreadCount != 11 || s.Watermark == nil || *s.Watermark != ids[11] || len(s.Newest) != 10 || s.Newest[0].MessageID != ids[11] || s.Newest[0].ReadAt == nil {
+		t.Fatalf("summary = unread %d, watermark %v, %d newest (first %+v)", s.UnreadCount, s.Watermark, len(s.Newest), s.Newest[0])
+	}
+	if _, err := bob.cs.ReadResource(context.Background(), &gomcp.ReadResourceParams{URI: "mailbox://outbox"}); err == nil {
+		t.Fatal("reading an unknown resource succeeded")
+	}
+}
+
+func TestInboxSubscriptionNotifiesAcrossProcesses(t *testing.T) {
+	for _, version := range []string{"2025-11-25", ""} {
+		name := version
+		if name == "" {
+			name = "2026-07-28 subscriptions/listen"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.agent("alice")
+			e.agent("carol")
+			bob := e.watch("bob", version)
+			if got := bob.cs.InitializeResult().ProtocolVersion; version == "" && got < "2026-07-28" {
+				t.Fatalf("negotiated %s; the listen path needs 2026-07-28", got)
+			}
+			bob.subscribe()
+			// Another process sends to carol, then to bob: bob hears of
+			// his own mail only.
+			e.seed("alice", []string{"@carol"}, 1)
+			e.seed("alice", []string{"@bob"}, 1)
+			bob.update()
+			if s := bob.readInbox(); s.UnreadCount != 1 {
+				t.Fatalf("unread = %d after one message", s.UnreadCount)
+			}
+			// A burst of 20 sends arrives as far fewer notifications.
+			e.seed("alice", []string{"@bob"}, 20)
+			bob.update()
+			for bob.readInbox().UnreadCount != 21 {
+				bob.update()
+			}
+			if n := len(bob.updates); n > 5 {
+				t.Fatalf("%d notifications still queued after a burst of 20: not coalesced", n)
+			}
+			// A role it holds, and a change of its unread set, notify too.
+			e.grant("bob", "triage")
+			drainUpdates(bob)
+			e.seed("carol", []string{"role:triage"}, 1)
+			bob.update()
+			drainUpdates(bob)
+			bob.drain(map[string]any{"all": true, "includeRoles": true})
+			bob.update()
+		})
+	}
+}
+
+func drainUpdates(w *watcher) {
+	for {
+		select {
+		case <-w.updates:
+		default:
+			return
+		}
+	}
+}
+
+func TestInboxSubscriptionEndsWithTheSession(t *testing.T) {
+	e := newEnv(t)
+	bob := e.watch("bob", "2025-11-25")
+	bob.subscribe()
+	if err := bob.cs.Unsubscribe(context.Background(), &gomcp.UnsubscribeParams{URI: mcp.InboxURI}); err != nil {
+		t.Fatal(err)
+	}
+	bob.waiters(0)
+	bob.subscribe()
+	bob.cs.Close()
+	bob.waiters(0)
+}
+
+type newMail struct {
+	Messages  []row   `json:"messages"`
+	Watermark *string `json:"watermark"`
+	TimedOut  bool    `json:"timedOut"`
+}
+
+func TestWaitForMailReturnsMailFromAnotherProcess(t *testing.T) {
+	e := newEnv(t)
+	e.agent("alice")
+	bob := e.watch("bob", "")
+	old := e.storeSend("alice", []string{"@bob"}, "old", "b")
+	done := make(chan newMail, 1)
+	go func() {
+		var m newMail
+		bob.ok("wait_for_mail", map[string]any{"timeoutSeconds": 60}, &m)
+		done <- m
+	}()
+	bob.waiters(1)
+	ids := e.seed("alice", []string{"@bob"}, 1)
+	m := <-done
+	if m.TimedOut || len(m.Messages) != 1 || m.Messages[0].MessageID != ids[0] || m.Messages[0].ReadAt != nil || m.Watermark == nil || *m.Watermark != ids[0] {
+		t.Fatalf("wait_for_mail = %+v, want only %s (not the older %s), unread", m, ids[0], old)
+	}
+	if u := bob.unread(); len(u) != 2 {
+		t.Fatalf("unread after wait_for_mail = %v: it must never mark read", u)
+	}
+	bob.waiters(0)
+	// since: mail after a given message, at once when it is there; oldest
+	// first.
+	bob.ok("wait_for_mail", map[string]any{"since": old, "timeoutSeconds": 1}, &m)
+	if m.TimedOut || len(m.Messages) != 1 || m.Messages[0].MessageID != ids[0] {
+		t.Fatalf("wait_for_mail since the old one = %+v", m)
+	}
+}
+
+func TestWaitForMailTimesOut(t *testing.T) {
+	e := newEnv(t)
+	e.agent("alice")
+	bob := e.watch("bob", "")
+	id := e.storeSend("alice", []string{"@bob"}, "already here", "b")
+	start := time.Now()
+	var m newMail
+	bob.ok("wait_for_mail", map[string]any{"timeoutSeconds": 1, "includeRoles": false}, &m)
+	if !m.TimedOut || len(m.Messages) != 0 || m.Messages == nil || m.Watermark == nil || *m.Watermark != id {
+		t.Fatalf("wait_for_mail = %+v, want timedOut with no messages and watermark %s", m, id)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("timed out after %v, before timeoutSeconds", d)
+	}
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"timeoutSeconds": 0}, "timeoutSeconds must be between 1 and 60 (got 0)"},
+		{map[string]any{"timeoutSeconds": 61}, "timeoutSeconds must be between 1 and 60 (got 61)"},
+		{map[string]any{"since": "MESSAGE:nope"}, "Message not found: MESSAGE:nope"},
+		{map[string]any{"until": 1}, "Unknown argument 'until'"},
+	} {
+		bob.failWith("wait_for_mail", tc.args, tc.want)
+	}
+}
+
+func TestWaitForMailCancelledCallsLeaveNoWaiter(t *testing.T) {
+	e := newEnv(t)
+	bob := e.watch("bob", "")
+	before := runtime.NumGoroutine()
+	const n = cancelledCalls
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bob.cs.CallTool(ctx, &gomcp.CallToolParams{Name: "wait_for_mail", Arguments: map[string]any{"timeoutSeconds": 60}})
+		}()
+	}
+	bob.waiters(n)
+	cancel()
+	wg.Wait()
+	bob.waiters(0)
+	if n := e.store.Changes().Len(); n != 0 {
+		t.Fatalf("%d store subscriptions left with no waiter", n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > before+20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines: %d before, %d after %d cancelled calls", before, runtime.NumGoroutine(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
