@@ -49,8 +49,8 @@ func (c Change) Touches(id int64, roles []string) bool {
 	return false
 }
 
-// merge adds o to c, keeping the lists short: once All, lists are dropped.
-func (c *Change) merge(o Change) {
+// Merge adds o to c, keeping the lists short: once All, lists are dropped.
+func (c *Change) Merge(o Change) {
 	if c.All || o.All {
 		*c = Change{All: true}
 		return
@@ -104,7 +104,7 @@ func (s *Subscription) Close() {
 func (s *Subscription) notify(c Change) {
 	s.mu.Lock()
 	if s.has {
-		s.pend.merge(c)
+		s.pend.Merge(c)
 	} else {
 		s.pend, s.has = Change{All: c.All, Identities: slices.Clone(c.Identities), Roles: slices.Clone(c.Roles)}, true
 	}

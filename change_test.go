@@ -50,7 +50,7 @@ func TestChangeHubCoalescesAndMerges(t *testing.T) {
 func TestChangeMergeCapsTheTouchedSet(t *testing.T) {
 	var c Change
 	for i := range 1100 {
-		c.merge(Change{Identities: []int64{int64(i)}})
+		c.Merge(Change{Identities: []int64{int64(i)}})
 	}
 	if !c.All || c.Identities != nil {
 		t.Fatalf("a huge touched set should become All, got %d ids", len(c.Identities))

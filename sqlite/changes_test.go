@@ -73,8 +73,12 @@ func TestChangeSignalCrossesProcesses(t *testing.T) {
 		t.Fatalf("sender process: %v\n%s", err, out)
 	}
 	waitSignal(t, sub, "a send by another process")
-	if c := sub.Take(); !c.All {
-		t.Fatalf("SQLite cannot tell whose inbox changed, so it must say All: %+v", c)
+	bob, err := s.EnsureAgent(context.Background(), "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sub.Take(); !c.Touches(bob.ID, nil) {
+		t.Fatalf("the change %+v does not name the recipient", c)
 	}
 }
 
@@ -94,10 +98,27 @@ func TestChangeSignalCrossesStoreInstances(t *testing.T) {
 	// The watcher's first signal says it took its baseline; only b's send
 	// may satisfy the wait after it.
 	waitSignal(t, sub, "the watcher took its baseline")
+	sub.Take()
 	if _, err := b.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
 		t.Fatal(err)
 	}
 	waitSignal(t, sub, "a send through another store instance")
+	// The change log names whom the commit touched, so a watcher checks
+	// only that inbox.
+	if c := sub.Take(); c.All || len(c.Identities) != 1 || c.Identities[0] != alice.ID {
+		t.Fatalf("change = %+v, want exactly alice (%d)", c, alice.ID)
+	}
+	// Writes that touch no inbox (a new identity, a token) signal nobody.
+	if _, err := b.EnsureAgent(ctx, "zed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, sub, "a second send")
+	if c := sub.Take(); c.All || len(c.Identities) != 1 {
+		t.Fatalf("change = %+v: the identity write should have added nothing", c)
+	}
 }
 
 // A raw write on another connection, outside the store, still signals: the

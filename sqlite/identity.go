@@ -15,6 +15,7 @@ func (s *Store) EnsureAgent(ctx context.Context, name string) (mailroom.Identity
 	var id mailroom.Identity
 	err := s.write(ctx, func(tx *ptx) error {
 		var err error
+		tx.touchNone() // a new identity's inbox is empty
 		id, err = ensureIdentity(ctx, tx, name, mailroom.KindAgent)
 		return err
 	})
@@ -29,6 +30,7 @@ func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind
 	var id mailroom.Identity
 	err := s.write(ctx, func(tx *ptx) error {
 		var err error
+		tx.touchNone()
 		id, err = ensureIdentity(ctx, tx, name, kind)
 		return err
 	})
@@ -83,6 +85,7 @@ func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 // AddToken stores a token digest for an identity.
 func (s *Store) AddToken(ctx context.Context, identityID int64, digest []byte) error {
 	return s.write(ctx, func(tx *ptx) error {
+		tx.touchNone()
 		_, err := tx.ExecContext(ctx, `INSERT INTO token (digest, identity_id, created_at) VALUES (?, ?, ?)`, digest, identityID, ts(tx.now()))
 		return err
 	})

@@ -173,6 +173,7 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 		if err != nil {
 			return err
 		}
+		tx.touch([]int64{me.ID}, roles)
 		t, err := resolveRecipient(ctx, tx, me, jsonStrings(roles), messageID)
 		if err != nil {
 			return err
@@ -236,6 +237,7 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 		if err != nil {
 			return err
 		}
+		tx.touch([]int64{me.ID}, roles)
 		rj := jsonStrings(roles)
 		mk, err := s.newMarker(ctx, tx, me)
 		if err != nil {
@@ -287,10 +289,14 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	}
 	var snap string // JSON array of delivery ids
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
+	var rolesTouched []string
 	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
+		}
+		if includeRoles {
+			rolesTouched = roles
 		}
 		rj := jsonStrings(roles)
 		limit := int64(-1)
@@ -326,6 +332,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	}
 	marked := snap
 	err = s.write(ctx, func(tx *ptx) error {
+		tx.touch([]int64{me.ID}, rolesTouched)
 		rc.Failures = rc.Failures[:0]
 		marked = snap
 		if s.hooks.FailMark != nil {

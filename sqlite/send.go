@@ -160,6 +160,14 @@ func sendPlanned(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.
 	}
 
 	count := 0
+	ids := make([]int64, 0, len(direct))
+	for _, p := range direct {
+		ids = append(ids, p.id)
+	}
+	tx.touch(ids, roles)
+	if broadcast {
+		tx.touchAll()
+	}
 	for _, p := range direct {
 		res, err := tx.ExecContext(ctx, `INSERT INTO delivery (message_seq, recipient_id, via, delivered_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, seq, p.id, p.via, ts(at))
 		if err != nil {

@@ -84,10 +84,12 @@ type Store struct {
 	// statsFloor is defaultStatsFloor; tests lower it.
 	statsFloor int64
 
-	changes   *mailroom.ChangeHub
-	watchDB   *sql.DB // the change watcher's own connection; nil for :memory:
-	stopWatch context.CancelFunc
-	watchDone chan struct{}
+	changes    *mailroom.ChangeHub
+	origin     string  // this instance in the change log
+	logChanges bool    // the change log exists (after migrations)
+	watchDB    *sql.DB // the change watcher's own connection; nil for :memory:
+	stopWatch  context.CancelFunc
+	watchDone  chan struct{}
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -109,7 +111,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{path: path, durable: path != Memory, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor,
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
-		changes: mailroom.NewChangeHub()}
+		changes: mailroom.NewChangeHub(), origin: newOrigin()}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -165,6 +167,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.db.Close()
 		return nil, err
 	}
+	s.logChanges = true
 	if err := s.refreshStats(ctx); err != nil {
 		s.log.Warn("planner statistics", "err", err)
 	}
@@ -342,15 +345,14 @@ func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
 	s.fgWaiting.Add(1)
 	s.wmu.Lock()
 	s.fgWaiting.Add(-1)
-	err := s.inTx(ctx, fn)
+	c, err := s.inTx(ctx, fn)
 	s.wmu.Unlock()
 	if err != nil {
 		return err
 	}
-	// This process's own commits signal at once; the watcher sees them too,
-	// and the hub coalesces the two. Background writes (the concept queue)
-	// change no inbox and are left to the watcher.
-	s.changes.Publish(mailroom.Change{All: true})
+	// This process's own commits signal at once, naming whom they touch;
+	// other processes learn of them through their watcher.
+	s.publish(c)
 	return nil
 }
 
@@ -373,24 +375,33 @@ func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) err
 		}
 	}
 	defer s.wmu.Unlock()
-	return s.inTx(ctx, fn)
+	// The concept queue changes no inbox.
+	_, err := s.inTx(ctx, func(tx *ptx) error { tx.touchNone(); return fn(tx) })
+	return err
 }
 
 // inTx runs fn in an immediate transaction and commits it; the caller holds
 // wmu.
-func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) (mailroom.Change, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return mailroom.Change{}, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(&ptx{Tx: tx, c: &s.cache, now: s.now, trace: s.hooks.Statement}); err != nil {
-		return err
+	t := &ptx{Tx: tx, c: &s.cache, now: s.now, trace: s.hooks.Statement}
+	if err := fn(t); err != nil {
+		return mailroom.Change{}, err
+	}
+	c := t.touched()
+	if s.logChanges {
+		if err := s.logChange(ctx, t, c); err != nil {
+			return mailroom.Change{}, fmt.Errorf("change log: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return mailroom.Change{}, fmt.Errorf("commit: %w", err)
 	}
-	return nil
+	return c, nil
 }
 
 // read runs fn in a read-only (deferred) transaction: one consistent snapshot

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync"
 	"time"
+
+	"github.com/mailroom/mailroom"
 )
 
 // maxCachedStmts bounds the statement cache: the store's fixed queries fit
@@ -29,6 +31,11 @@ type ptx struct {
 	local map[string]*sql.Stmt           // this transaction's copies, made once each
 	now   func() time.Time               // the store's clock
 	trace func(query string, args []any) // Hooks.Statement
+
+	// change is whose inboxes the transaction touches, declared by its
+	// writes (see touch); undeclared means anyone's.
+	change   mailroom.Change
+	declared bool
 }
 
 // stmt returns the transaction's prepared statement for query, or nil.

@@ -108,6 +108,7 @@ func (s *Store) Announce(ctx context.Context, session string, messageIDs []strin
 	}
 	fresh := []string{}
 	err = s.write(ctx, func(tx *ptx) error {
+		tx.touchNone() // a hook's memory is no inbox change
 		fresh = fresh[:0]
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {

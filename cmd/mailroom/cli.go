@@ -37,6 +37,8 @@ type Main struct {
 	store mailroom.Store
 	// Ready, if set, is called with the HTTP address once listening.
 	Ready func(net.Addr)
+	// WatchReady, if set, is called once `watch` is listening.
+	WatchReady func()
 }
 
 // NewMain returns a Main writing to stdout and stderr and reading the
@@ -64,6 +66,8 @@ func (m *Main) commands() []*cobra.Command {
 		m.statusCmd(),
 		m.purgeCmd(),
 		m.benchCmd(),
+		m.watchCmd(),
+		m.hookCmd(),
 	}, m.readGrantCmds()...)
 }
 

@@ -61,7 +61,7 @@ func (l *lockedBuffer) String() string {
 
 // environ is a clean environment for the binary: no MAILROOM_* from the
 // developer's shell, and a private data directory, plus extra.
-func environ(t *testing.T, extra ...string) []string {
+func environ(t testing.TB, extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "MAILROOM_") || strings.HasPrefix(kv, "XDG_DATA_HOME=") || strings.HasPrefix(kv, "HOME=") {

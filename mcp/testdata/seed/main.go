@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/postgres"
@@ -26,6 +27,8 @@ func main() {
 	to := flag.String("to", "", "comma-separated addresses")
 	n := flag.Int("n", 0, "how many messages")
 	subject := flag.String("subject", "seed", "subject")
+	every := flag.Duration("every", 0, "with -stamp: pause between sends")
+	stamp := flag.Bool("stamp", false, "send one message at a time through Send, printing each id with its commit time (Unix ns) at once (latency benchmarks)")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -53,6 +56,17 @@ func main() {
 		log.Fatal(err)
 	}
 	d.OriginSessionID = "SESSION:seed"
+	if *stamp {
+		for range *n {
+			r, err := s.Send(ctx, d)
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Println(r.MessageID, time.Now().UnixNano())
+			time.Sleep(*every)
+		}
+		return
+	}
 	for left := *n; left > 0; left -= 10000 {
 		if err := s.SendMany(ctx, d, min(left, 10000)); err != nil {
 			log.Fatal(err)
