@@ -210,6 +210,7 @@ var tools = []tool{
 		title:       "Wait for mail",
 		description: "Block until unread mail newer than `since` reaches your inbox; returns it oldest first (at most 50). Never marks read. timedOut: true when none came.",
 		readOnly:    true,
+		idempotent:  true,
 		input: json.RawMessage(`{
 	"type": "object",
 	"additionalProperties": false,
