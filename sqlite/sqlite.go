@@ -227,6 +227,7 @@ func (s *Store) refreshStats(ctx context.Context) error {
 		return nil
 	}
 	return s.write(ctx, func(tx *ptx) error {
+		tx.touchNone() // planner statistics
 		rows, err := tx.Tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'
 			AND name NOT LIKE 'sqlite%' AND name NOT LIKE 'message_fts%' AND name NOT IN ('schema_migration', 'planner_stats')`)
 		if err != nil {

@@ -60,6 +60,7 @@ func tokensWhere(ctx context.Context, tx *ptx, cond string, args ...any) ([]mail
 func (s *Store) RevokeTokens(ctx context.Context, sel mailroom.TokenSelector) ([]mailroom.TokenInfo, error) {
 	var out []mailroom.TokenInfo
 	err := s.write(ctx, func(tx *ptx) error {
+		tx.touchNone() // tokens are no inbox
 		var (
 			cond string
 			args []any
@@ -120,6 +121,7 @@ func prefixRange(p string) (lo, hi []byte) {
 // TouchToken records a token's use at most once per interval.
 func (s *Store) TouchToken(ctx context.Context, digest []byte, at time.Time) error {
 	return s.write(ctx, func(tx *ptx) error {
+		tx.touchNone()
 		_, err := tx.ExecContext(ctx, `UPDATE token SET last_used_at = ?1 WHERE digest = ?2 AND (last_used_at IS NULL OR last_used_at <= ?3)`,
 			ts(at), digest, ts(at.Add(-mailroom.TokenTouchInterval)))
 		return err
