@@ -31,10 +31,16 @@ func cpuTicks(b *testing.B, pid int) int64 {
 }
 
 // BenchmarkIdleWaiters is the CPU a `mailroom serve` process (stdio, the
-// binary as built) uses over 10 s while it holds 1,000 wait_for_mail calls
-// and nothing arrives, as a share of one core.
+// binary as built, concept worker on) uses over 10 s while it holds 1,000
+// wait_for_mail calls and nothing arrives, as a share of one core; with
+// waiters=0 the same server holds none.
 func BenchmarkIdleWaiters(b *testing.B) {
-	const waiters = 1000
+	for _, waiters := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) { benchIdle(b, waiters) })
+	}
+}
+
+func benchIdle(b *testing.B, waiters int) {
 	const window = 10 * time.Second
 	for range b.N {
 		env := environ(b)
@@ -56,9 +62,17 @@ func BenchmarkIdleWaiters(b *testing.B) {
 			}()
 		}
 		// Let every call reach its wait (the server cannot be asked over
-		// MCP how many wait), then measure a quiet window.
-		time.Sleep(5 * time.Second)
+		// MCP how many wait): until a half second passes with at most one
+		// tick of CPU, then measure the window.
 		pid := cmd.Process.Pid
+		for last, i := cpuTicks(b, pid), 0; i < 120; i++ {
+			time.Sleep(500 * time.Millisecond)
+			now := cpuTicks(b, pid)
+			if now-last <= 1 {
+				break
+			}
+			last = now
+		}
 		t0 := cpuTicks(b, pid)
 		time.Sleep(window)
 		used := time.Duration(cpuTicks(b, pid)-t0) * 10 * time.Millisecond
