@@ -11,7 +11,6 @@ import (
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/hook"
-	"github.com/mailroom/mailroom/sqlite"
 	"github.com/mailroom/mailroom/wake"
 	"github.com/spf13/cobra"
 )
@@ -134,11 +133,11 @@ func (m *Main) claudeHookRun(ctx context.Context, agent string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	// Quiet and quick: no log lines on stderr, and a lock held by another
-	// process is waited on briefly, not for the server's 30 s.
-	s, err := sqlite.Open(ctx, m.db, sqlite.Options{BusyTimeout: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	// Quiet: no log lines on stderr. The deadline bounds a lock held by
+	// another process.
+	s, err := openStore(ctx, m.db, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", m.db, err)
+		return nil, fmt.Errorf("open database %s: %w", displayDB(m.db), err)
 	}
 	m.store = s
 	id, err := s.EnsureAgent(ctx, agent)
