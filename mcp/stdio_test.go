@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -247,7 +248,7 @@ func TestCallBudgetStopsARunawayCall(t *testing.T) {
 	alice := e.agent("alice")
 	bs := &blockingStore{Store: e.store, started: make(chan struct{}), ended: make(chan error, 1)}
 	c := connect(t, bs, mcp.Options{Identity: &alice, CallBudget: 50 * time.Millisecond}, "alice")
-	c.failWith("list_messages", map[string]any{}, "list_messages stopped: it ran past its budget of 50ms; narrow the query or filters")
+	c.failWith("list_messages", map[string]any{}, "list_messages stopped: it ran past its budget of 50ms; narrow the query or filters, or page with cursor")
 	if err := <-bs.ended; err != context.DeadlineExceeded {
 		t.Errorf("cause %v", err)
 	}
@@ -255,4 +256,33 @@ func TestCallBudgetStopsARunawayCall(t *testing.T) {
 	if _, err := c.cs.ListTools(context.Background(), nil); err != nil {
 		t.Errorf("tools/list after a stopped call: %v", err)
 	}
+}
+
+// spinStore's List burns CPU until its context ends.
+type spinStore struct{ mailroom.Store }
+
+func (s spinStore) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page, error) {
+	x := 0
+	for ctx.Err() == nil {
+		for i := range 10000 {
+			x ^= i * i
+		}
+	}
+	_ = x
+	return mailroom.Page{}, ctx.Err()
+}
+
+// TestCPUBudget: a read that keeps a core busy is stopped at its CPU
+// budget; one that waits (no CPU) is not, and meets the wall-clock budget
+// instead.
+func TestCPUBudget(t *testing.T) {
+	e := newEnv(t)
+	alice := e.agent("alice")
+	spin := connect(t, spinStore{e.store}, mcp.Options{Identity: &alice, CPUBudget: 20 * time.Millisecond, CallBudget: -1}, "alice")
+	spin.failWith("list_messages", map[string]any{}, "list_messages stopped: it needed more than its 20ms of CPU; narrow the query or filters, or page with cursor")
+	bs := &blockingStore{Store: e.store, started: make(chan struct{}), ended: make(chan error, 1)}
+	wait := connect(t, bs, mcp.Options{Identity: &alice, CPUBudget: time.Millisecond, CallBudget: 300 * time.Millisecond}, "alice")
+	wait.failWith("list_messages", map[string]any{}, "list_messages stopped: it ran past its budget of 300ms; narrow the query or filters, or page with cursor")
+	// Writes are never cut by either budget.
+	wait.sendTo("@me", "a write under a 1 ms CPU budget")
 }

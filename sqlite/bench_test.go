@@ -66,11 +66,13 @@ func BenchmarkSend(b *testing.B) {
 	e := newBenchEnv(b)
 	d := draft(b, "@bob")
 	b.ResetTimer()
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := e.s.Send(e.alice, d); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkListInbox is the first page (50 rows), totalCount and watermark
@@ -104,12 +106,14 @@ func BenchmarkListInbox(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
+			cpu := cpuTime()
 			for b.Loop() {
 				p, err := e.s.List(e.bob, f)
 				if err != nil || p.TotalCount != tc.total {
 					b.Fatalf("%v %d", err, p.TotalCount)
 				}
 			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }

@@ -28,6 +28,7 @@ type serveFlags struct {
 
 	limits      mailroom.Limits
 	callBudget  time.Duration
+	cpuBudget   time.Duration
 	allowOrigin []string
 	rate        float64
 
@@ -76,6 +77,8 @@ requests without a token act as that agent.`,
 				return fmt.Errorf("--max-query-terms must be at least 1 (got %d)", f.limits.MaxQueryTerms)
 			case f.callBudget <= 0:
 				return fmt.Errorf("--call-budget must be positive (got %v)", f.callBudget)
+			case f.cpuBudget <= 0:
+				return fmt.Errorf("--cpu-budget must be positive (got %v)", f.cpuBudget)
 			case f.rate < 0:
 				return fmt.Errorf("--rate must be 0 (no limit) or more (got %g)", f.rate)
 			}
@@ -94,6 +97,7 @@ requests without a token act as that agent.`,
 	fl.IntVar(&f.limits.MaxQueryChars, "max-query", mailroom.DefaultMaxQueryChars, "list_messages query limit in characters")
 	fl.IntVar(&f.limits.MaxQueryTerms, "max-query-terms", mailroom.DefaultMaxQueryTerms, "list_messages query limit in words")
 	fl.DurationVar(&f.callBudget, "call-budget", mcp.DefaultCallBudget, "wall time one read-only tool call (list_messages, get_message, ...) may take\nbefore it is stopped; writes are bounded by their argument limits")
+	fl.DurationVar(&f.cpuBudget, "cpu-budget", mcp.DefaultCPUBudget, "CPU time one read-only tool call may use before it is stopped")
 	fl.StringSliceVar(&f.allowOrigin, "allow-origin", nil, "HTTP: a browser origin (scheme://host[:port]) allowed besides the server's own;\nrepeat or comma-separate for more. Any other Origin header gets 403")
 	fl.Float64Var(&f.rate, "rate", 0, "HTTP: at most N requests per second per identity (429 with Retry-After); 0 is no limit")
 	fl.StringVar(&f.conceptsMode, "concepts", "embedded", "concept extractor run by this process: embedded, ollama, or off\n(off leaves queued jobs to other processes sharing the database)")
@@ -115,7 +119,7 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 	if err := m.open(ctx); err != nil {
 		return err
 	}
-	opts := mcp.Options{MaxBody: f.maxBody, Logger: m.log, Limits: f.limits, CallBudget: f.callBudget,
+	opts := mcp.Options{MaxBody: f.maxBody, Logger: m.log, Limits: f.limits, CallBudget: f.callBudget, CPUBudget: f.cpuBudget,
 		HTTP: mcp.HTTPOptions{AllowOrigins: f.allowOrigin, Rate: f.rate}}
 	if f.agent != "" && (f.http == "" || f.agentOK) {
 		id, err := m.store.EnsureAgent(ctx, f.agent)
