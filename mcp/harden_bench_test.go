@@ -19,7 +19,6 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-
 var benchWords = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa")
 
 // worstStore is bob's inbox of 100,000 messages that each carry all 16
