@@ -85,7 +85,8 @@ type PriorityCounts struct {
 	Low    int `json:"low"`
 }
 
-// RoleCount is one role the caller holds and its unread mail.
+// RoleCount is one role the caller holds and the unread mail waiting for
+// the caller in its queue (reached through a role, addressed to this one).
 type RoleCount struct {
 	Role   string `json:"role"` // role:name
 	Unread int    `json:"unread"`
@@ -107,7 +108,7 @@ func StatusQueries(roles []string) map[string]ListInput {
 		"archived":                 {ArchivedOnly: true},
 	}
 	for _, r := range roles {
-		q["roles."+r] = ListInput{UnreadOnly: true, To: r}
+		q["roles."+r] = ListInput{UnreadOnly: true, Via: ViaRole, To: r}
 	}
 	return q
 }

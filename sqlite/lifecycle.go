@@ -210,26 +210,66 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			return err
 		}
 		rj := jsonStrings(roles)
-		unread := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, "")
-		var oldest sql.NullString
-		u := &st.Unread
-		err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(d.via = 'direct'), 0), coalesce(sum(d.via = 'broadcast'), 0), coalesce(sum(d.via = 'role'), 0),
-				coalesce(sum(s.kind = 'human'), 0), coalesce(sum(m.priority = 'high'), 0), coalesce(sum(m.priority = 'normal'), 0), coalesce(sum(m.priority = 'low'), 0),
-				min(m.created_at)
-			FROM (`+unread[0]+` UNION ALL `+unread[1]+`) b JOIN delivery d ON d.id = b.did JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id`,
-			me.ID, rj).Scan(&u.Total, &u.Direct, &u.Broadcast, &u.Role, &u.Human, &u.ByPriority.High, &u.ByPriority.Normal, &u.ByPriority.Low, &oldest)
-		if err != nil {
+		// The unread counts in two passes, one per inbox branch, each
+		// reading every unread delivery once with its message: the
+		// personal branch straight from the delivery_unread index, the role
+		// branch as List builds it.
+		const unreadCond = ` AND d.archived_at IS NULL AND d.read_at IS NULL`
+		const sums = `count(*), coalesce(sum(m.priority = 'high'), 0), coalesce(sum(m.priority = 'normal'), 0), coalesce(sum(m.priority = 'low'), 0), min(m.seq)`
+		type pass struct {
+			n, high, normal, low, human int
+			oldest                      sql.NullInt64
+		}
+		var p, r pass
+		var broadcast int
+		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`
+			FROM delivery d INDEXED BY delivery_unread CROSS JOIN message m ON m.seq = d.message_seq WHERE d.recipient_id = ?1`+unreadCond, me.ID).
+			Scan(&p.n, &p.high, &p.normal, &p.low, &p.oldest); err != nil {
 			return err
 		}
-		st.OldestUnreadAt = parseNullTS(oldest)
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM delivery d INDEXED BY delivery_unread_via
+			WHERE d.recipient_id = ?1 AND d.via = 'broadcast'`+unreadCond, me.ID).Scan(&broadcast); err != nil {
+			return err
+		}
+		// Mail from humans, counted from the human senders' side: humans
+		// are few and write little, and a per-row test of the sender's kind
+		// would double the pass above.
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM identity h CROSS JOIN message m ON m.sender_id = h.id
+			CROSS JOIN delivery d ON d.recipient_id = ?1 AND d.message_seq = m.seq WHERE h.kind = 'human'`+unreadCond, me.ID).Scan(&p.human); err != nil {
+			return err
+		}
+		roleUnread := inboxBranches(unreadCond, "")[1]
+		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`, coalesce(sum(m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')), 0)
+			FROM (`+roleUnread+`) b CROSS JOIN message m ON m.seq = b.seq`, me.ID, rj).
+			Scan(&r.n, &r.high, &r.normal, &r.low, &r.oldest, &r.human); err != nil {
+			return err
+		}
+		u := &st.Unread
+		u.Total, u.Direct, u.Broadcast, u.Role = p.n+r.n, p.n-broadcast, broadcast, r.n
+		u.Human = p.human + r.human
+		u.ByPriority = mailroom.PriorityCounts{High: p.high + r.high, Normal: p.normal + r.normal, Low: p.low + r.low}
+		oldest := p.oldest
+		if !oldest.Valid || (r.oldest.Valid && r.oldest.Int64 < oldest.Int64) {
+			oldest = r.oldest
+		}
+		if oldest.Valid {
+			var at string
+			if err := tx.QueryRowContext(ctx, `SELECT created_at FROM message WHERE seq = ?`, oldest.Int64).Scan(&at); err != nil {
+				return err
+			}
+			t := parseTS(at)
+			st.OldestUnreadAt = &t
+		}
 		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (`+archived[0]+`)) + (SELECT count(*) FROM (`+archived[1]+`))`, me.ID, rj).Scan(&st.Archived); err != nil {
 			return err
 		}
-		to := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?3)`)
+		// Per role: the unread role-queue mail addressed to it, from the
+		// role branch alone (role deliveries are few beside an inbox).
+		to := inboxBranches(unreadCond, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?3)`)[1]
 		for _, r := range roles {
 			rc := mailroom.RoleCount{Role: "role:" + r}
-			if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (`+to[0]+`)) + (SELECT count(*) FROM (`+to[1]+`))`, me.ID, rj, rc.Role).Scan(&rc.Unread); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+to+`)`, me.ID, rj, rc.Role).Scan(&rc.Unread); err != nil {
 				return err
 			}
 			st.Roles = append(st.Roles, rc)

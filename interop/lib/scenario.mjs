@@ -582,7 +582,7 @@ export function scenario(transport, profileName, { env = {} } = {}) {
         assert.equal(st.unread.byPriority[p], (await bob.ok('list_messages', { unreadOnly: true, priority: p })).totalCount, `byPriority.${p}`);
       }
       assert.equal(st.archived, (await bob.ok('list_messages', { archivedOnly: true })).totalCount);
-      for (const r of st.roles) assert.equal(r.unread, (await bob.ok('list_messages', { unreadOnly: true, to: r.role })).totalCount, r.role);
+      for (const r of st.roles) assert.equal(r.unread, (await bob.ok('list_messages', { unreadOnly: true, via: 'role', to: r.role })).totalCount, r.role);
       assert.ok(st.roles.some((r) => r.role === 'role:reviewer'), 'bob holds role:reviewer');
       assert.equal(st.unread.direct + st.unread.broadcast + st.unread.role, st.unread.total);
 

@@ -102,6 +102,31 @@ describe('stdio identity binding', { skip: !transports.includes('stdio') }, () =
     assert.equal(r.readCount, 1);
     assert.equal(r.durableCount, 0);
   });
+
+  it(':memory: lifecycle tools work and say durable:false', async () => {
+    const a = await connectStdio({ dir, db: ':memory:', agent: 'ephemeral2', profile: native() });
+    open.push(a);
+    const id = (await a.ok('add_message', { to: '@me', subject: 'to myself', body: 'b', priority: 'high' })).messageId;
+    let st = await a.ok('mailbox_status', {});
+    assert.deepEqual([st.unread.total, st.unread.direct, st.unread.byPriority.high], [1, 1, 1]);
+    await a.ok('mark_read', { messageId: id });
+    const u = await a.ok('mark_unread', { messageId: id });
+    assert.deepEqual([u.status, u.readAt, u.durable], ['unread', null, false]);
+    await a.ok('archive_message', { messageId: id });
+    assert.equal((await a.ok('mailbox_status', {})).archived, 1);
+    const ua = await a.ok('unarchive_message', { messageId: id });
+    assert.deepEqual([ua.status, ua.archivedAt, ua.durable], ['unarchived', null, false]);
+    const rt = await a.ok('retract_message', { messageId: id });
+    assert.deepEqual([rt.status, rt.durable], ['retracted', false]);
+    assert.equal((await a.ok('get_message', { messageId: id })).subject, '');
+    const d = await a.ok('delete_message', { messageId: id });
+    assert.deepEqual([d.status, d.durable], ['deleted', false]);
+    await a.fails('get_message', { messageId: id }, `Message not found: ${id}`);
+    await a.fails('retract_message', { messageId: id }, `Message not found: ${id}`);
+    st = await a.ok('mailbox_status', {});
+    assert.deepEqual([st.unread.total, st.archived], [0, 0]);
+    await a.fails('list_messages', { of: '@nobody' }, 'No read grant for @nobody');
+  });
 });
 
 describe('many stdio processes on one database', { skip: !transports.includes('stdio') }, () => {
