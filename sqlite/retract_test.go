@@ -109,3 +109,44 @@ func TestRetractionLeavesNoTextInTheFile(t *testing.T) {
 		t.Fatalf("the index lost its neighbours: %d %v", p.TotalCount, err)
 	}
 }
+
+// TestPurgeLeavesNoTextInTheFile: purged mail leaves the database file's
+// bytes too, index included, while the rest of the index keeps working.
+func TestPurgeLeavesNoTextInTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := open(t, path, sqlite.Options{})
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	const marker = "qqvelocipedezz"
+	send := func(subject string) mailroom.SendReceipt {
+		d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: subject, Body: subject + " body"}.Draft(0)
+		d.OriginSessionID = "SESSION:t"
+		r, err := s.Send(mailroom.WithCaller(ctx, alice), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var old []string
+	for range 30 {
+		old = append(old, send("old "+marker+" mail").MessageID)
+	}
+	s.MarkRead(mailroom.WithCaller(ctx, bob), old)
+	cut := send("cutoff").SentAt
+	send("fresh weekly mail")
+	if len(fileHolds(t, path, marker)) == 0 {
+		t.Fatal("the marker is not in the file before the purge")
+	}
+	rep, err := s.Purge(ctx, mailroom.PurgeRequest{Before: cut})
+	if err != nil || rep.Messages != 30 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	if where := fileHolds(t, path, marker); len(where) > 0 {
+		t.Fatalf("purged text still in %v", where)
+	}
+	f, _ := mailroom.ListInput{Query: "weekly"}.Filter()
+	if p, err := s.List(mailroom.WithCaller(ctx, bob), f); err != nil || p.TotalCount != 1 {
+		t.Fatalf("index after purge: %d %v", p.TotalCount, err)
+	}
+}
