@@ -212,8 +212,8 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		rj := jsonStrings(roles)
 		// The unread counts in two passes, one per inbox branch, each
 		// reading every unread delivery once with its message: the
-		// personal branch straight from the delivery_unread index, the role
-		// branch as List builds it.
+		// personal branch from the delivery_unread index, the role branch
+		// as List builds it.
 		const unreadCond = ` AND d.archived_at IS NULL AND d.read_at IS NULL`
 		const sums = `count(*), coalesce(sum(m.priority = 'high'), 0), coalesce(sum(m.priority = 'normal'), 0), coalesce(sum(m.priority = 'low'), 0), min(m.seq)`
 		type pass struct {
@@ -222,13 +222,9 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		}
 		var p, r pass
 		var broadcast int
-		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`
-			FROM delivery d INDEXED BY delivery_unread CROSS JOIN message m ON m.seq = d.message_seq WHERE d.recipient_id = ?1`+unreadCond, me.ID).
-			Scan(&p.n, &p.high, &p.normal, &p.low, &p.oldest); err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM delivery d INDEXED BY delivery_unread_via
-			WHERE d.recipient_id = ?1 AND d.via = 'broadcast'`+unreadCond, me.ID).Scan(&broadcast); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`, coalesce(sum(d.via = 'broadcast'), 0)
+			FROM delivery d CROSS JOIN message m ON m.seq = d.message_seq WHERE d.recipient_id = ?1`+unreadCond, me.ID).
+			Scan(&p.n, &p.high, &p.normal, &p.low, &p.oldest, &broadcast); err != nil {
 			return err
 		}
 		// Mail from humans, counted from the human senders' side: humans
