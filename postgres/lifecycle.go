@@ -205,7 +205,8 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		}
 		for _, r := range held {
 			rc := mailroom.RoleCount{Role: "role:" + r}
-			if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM (`+to[0]+`) a) + (SELECT count(*) FROM (`+to[1]+`) b)`, me.ID, roles.ids, roles.own, rc.Role).Scan(&rc.Unread); err != nil {
+			// Role-queue mail only (via: role), as the role count's list call says.
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+to[1]+`) b`, me.ID, roles.ids, roles.own, rc.Role).Scan(&rc.Unread); err != nil {
 				return err
 			}
 			st.Roles = append(st.Roles, rc)
