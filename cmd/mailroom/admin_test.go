@@ -41,14 +41,16 @@ func TestVersionAndHelp(t *testing.T) {
 	if !regexp.MustCompile(`^mailroom \d+\.\d+\.\d+\n$`).MatchString(out) {
 		t.Errorf("--version printed %q", out)
 	}
-	// Every command explains itself both ways, on stdout, with status 0.
-	for _, cmd := range [][]string{
-		{"serve"}, {"token"}, {"token", "create"}, {"identity"}, {"identity", "add"}, {"identity", "list"},
-		{"role"}, {"role", "grant"}, {"role", "revoke"}, {"role", "list"}, {"completion"},
-	} {
+	// Every command, found by walking the help pages themselves (so a
+	// command added later is covered too), explains itself both ways, on
+	// stdout, with status 0.
+	var walk func(cmd []string)
+	seen := 0
+	walk = func(cmd []string) {
 		name := strings.Join(cmd, " ")
-		t.Run(name, func(t *testing.T) {
-			viaFlag := mustRunCLI(t, env, append(cmd, "--help")...)
+		viaFlag := mustRunCLI(t, env, append(cmd, "--help")...)
+		if len(cmd) > 0 {
+			seen++
 			viaHelp := mustRunCLI(t, env, append([]string{"help"}, cmd...)...)
 			if viaFlag != viaHelp {
 				t.Errorf("%s --help and help %s differ:\n%s\n---\n%s", name, name, viaFlag, viaHelp)
@@ -56,7 +58,21 @@ func TestVersionAndHelp(t *testing.T) {
 			if !strings.Contains(viaFlag, "Usage:\n  mailroom "+name) {
 				t.Errorf("help for %s lacks its usage line:\n%s", name, viaFlag)
 			}
-		})
+		}
+		_, list, ok := strings.Cut(viaFlag, "Available Commands:\n")
+		if !ok {
+			return
+		}
+		list, _, _ = strings.Cut(list, "\n\n")
+		for _, line := range strings.Split(list, "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] != "help" {
+				walk(append(append([]string(nil), cmd...), f[0]))
+			}
+		}
+	}
+	walk(nil)
+	if seen < 20 {
+		t.Errorf("walked only %d commands", seen)
 	}
 	top := mustRunCLI(t, env, "--help")
 	for _, c := range []string{"serve", "token", "identity", "role", "completion", "help"} {
