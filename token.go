@@ -77,3 +77,35 @@ type TokenStore interface {
 	// themselves within the interval, so most requests write nothing.
 	TouchToken(ctx context.Context, digest []byte, at time.Time) error
 }
+
+// DigestRange returns the digest range [lo, hi) that sel's Prefix names;
+// hi is nil when the range runs to the end. Digests are the stores' keys, so
+// revoking by prefix is one key-range scan in every backend.
+func (sel TokenSelector) DigestRange() (lo, hi []byte) {
+	p := sel.Prefix
+	lo, _ = hex.DecodeString(p + strings.Repeat("0", len(p)%2))
+	b, _ := hex.DecodeString(p + strings.Repeat("f", len(p)%2))
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return lo, b[:i+1]
+		}
+	}
+	return lo, nil
+}
+
+// CheckRevoke is the rule RevokeTokens applies once it has found the tokens
+// sel picks: none is ENOTFOUND, and several for one prefix is ECONFLICT (the
+// store then revokes nothing).
+func (sel TokenSelector) CheckRevoke(found int) error {
+	who := Identity{Name: sel.Name, Kind: sel.Kind}.Address()
+	switch {
+	case found == 0 && sel.Prefix != "":
+		return Errorf(ENOTFOUND, "no token has an id starting %s (see mailroom token list)", sel.Prefix)
+	case found == 0:
+		return Errorf(ENOTFOUND, "%s has no tokens", who)
+	case found > 1 && sel.Prefix != "":
+		return Errorf(ECONFLICT, "%d tokens have ids starting %s; give more digits (nothing was revoked)", found, sel.Prefix)
+	}
+	return nil
+}

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
-	"strings"
 	"time"
 
 	"github.com/mailroom/mailroom"
@@ -67,7 +65,7 @@ func (s *Store) RevokeTokens(ctx context.Context, sel mailroom.TokenSelector) ([
 		)
 		if sel.Prefix != "" {
 			// The digest is the key: a prefix is a key range.
-			lo, hi := prefixRange(sel.Prefix)
+			lo, hi := sel.DigestRange()
 			cond, args = `digest >= ?`, []any{lo}
 			if hi != nil {
 				cond, args = cond+` AND digest < ?`, append(args, hi)
@@ -86,13 +84,8 @@ func (s *Store) RevokeTokens(ctx context.Context, sel mailroom.TokenSelector) ([
 		if out, err = tokensWhere(ctx, tx, cond, args...); err != nil {
 			return err
 		}
-		switch {
-		case len(out) == 0 && sel.Prefix != "":
-			return mailroom.Errorf(mailroom.ENOTFOUND, "no token has an id starting %s (see mailroom token list)", sel.Prefix)
-		case len(out) == 0:
-			return mailroom.Errorf(mailroom.ENOTFOUND, "%s has no tokens", mailroom.Identity{Name: sel.Name, Kind: sel.Kind}.Address())
-		case len(out) > 1 && sel.Prefix != "":
-			return mailroom.Errorf(mailroom.ECONFLICT, "%d tokens have ids starting %s; give more digits (nothing was revoked)", len(out), sel.Prefix)
+		if err := sel.CheckRevoke(len(out)); err != nil {
+			return err
 		}
 		_, err = tx.Tx.ExecContext(ctx, `DELETE FROM token WHERE `+cond, args...)
 		return err
@@ -101,21 +94,6 @@ func (s *Store) RevokeTokens(ctx context.Context, sel mailroom.TokenSelector) ([
 		return nil, err
 	}
 	return out, nil
-}
-
-// prefixRange returns the digest range [lo, hi) of a hex prefix (already
-// validated by mailroom.ParseTokenPrefix); hi is nil when the range runs to
-// the end.
-func prefixRange(p string) (lo, hi []byte) {
-	lo, _ = hex.DecodeString(p + strings.Repeat("0", len(p)%2))
-	b, _ := hex.DecodeString(p + strings.Repeat("f", len(p)%2))
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return lo, b[:i+1]
-		}
-	}
-	return lo, nil
 }
 
 // TouchToken records a token's use at most once per interval.
