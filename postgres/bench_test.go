@@ -3,8 +3,11 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/postgres"
@@ -19,8 +22,10 @@ type benchEnv struct {
 	alice, bob context.Context
 }
 
-func newBenchEnv(b *testing.B) benchEnv {
-	s := open(b, pgtest.URL(b), postgres.Options{})
+func newBenchEnv(b *testing.B) benchEnv { return newBenchEnvWith(b, postgres.Options{}) }
+
+func newBenchEnvWith(b *testing.B, opts postgres.Options) benchEnv {
+	s := open(b, pgtest.URL(b), opts)
 	ctx := context.Background()
 	alice, err := s.EnsureAgent(ctx, "alice")
 	if err != nil {
@@ -69,13 +74,19 @@ func (e benchEnv) seed(b *testing.B, n int) {
 // BenchmarkSend is one add_message: a committed transaction with the
 // message, its edges, its delivery and its concept job.
 func BenchmarkSend(b *testing.B) {
-	e := newBenchEnv(b)
+	var rt roundTrips
+	e := newBenchEnvWith(b, postgres.Options{Tracer: &rt})
 	d := benchDraft(b, "@bob")
+	if _, err := e.s.Send(e.alice, d); err != nil { // prepares the statements
+		b.Fatal(err)
+	}
+	rt.n.Store(0)
 	for b.Loop() {
 		if _, err := e.s.Send(e.alice, d); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
 }
 
 // BenchmarkListInbox is one page (50 rows), totalCount and watermark of an
@@ -137,5 +148,59 @@ func BenchmarkDrain(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// roundTrips counts what a pool's connections send to the server: each
+// query outside a batch (BEGIN and COMMIT included) and each batch is one
+// round trip; a query inside a batch is not. Statement preparation on a
+// connection's first use of a query is not counted (it happens once per
+// connection).
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// BenchmarkCommitFloor is the floor under one send: a one-row insert
+// committed on its own (one round trip and one WAL flush).
+func BenchmarkCommitFloor(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	pool := e.s.Pool()
+	if _, err := pool.Exec(ctx, `CREATE TABLE floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at timestamptz NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := pool.Exec(ctx, `INSERT INTO floor (at) VALUES (now())`); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPurge removes 100,000 read messages (with their deliveries,
+// recipients and concept jobs) in batches, as `mailroom purge` does.
+func BenchmarkPurge(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		b.StopTimer()
+		e := newBenchEnv(b)
+		e.seed(b, n)
+		if _, err := e.s.MarkAllRead(e.bob, "", false); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		rep, err := e.s.Purge(context.Background(), mailroom.PurgeRequest{Before: time.Now().Add(time.Hour)})
+		if err != nil || rep.Messages != n || rep.Deliveries != n {
+			b.Fatalf("%+v %v", rep, err)
+		}
 	}
 }

@@ -32,13 +32,21 @@ const maxPayloadEntries = 200
 
 // notify queues a change notification in tx; it is sent if tx commits.
 func (s *Store) notify(ctx context.Context, tx pgx.Tx, c mailroom.Change) error {
+	_, err := tx.Exec(ctx, notifySQL, s.channel, s.payload(c))
+	return err
+}
+
+// notifySQL takes the channel and the payload.
+const notifySQL = `SELECT pg_notify($1, $2)`
+
+// payload is the notification payload for c.
+func (s *Store) payload(c mailroom.Change) string {
 	p := changePayload{All: c.All, Identities: c.Identities, Roles: c.Roles}
 	if p.All || len(p.Identities)+len(p.Roles) > maxPayloadEntries {
 		p = changePayload{All: true}
 	}
 	b, _ := json.Marshal(p)
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, string(b))
-	return err
+	return string(b)
 }
 
 // Subscribe returns a subscription to the store's change signal: it is

@@ -52,6 +52,10 @@ type Options struct {
 	Now func() time.Time
 	// Hooks are seams for tests; nil in production.
 	Hooks *Hooks
+	// Tracer, when set, sees every query and batch the pool's connections
+	// run (pgx.QueryTracer, optionally pgx.BatchTracer): tests and
+	// benchmarks count round trips with it.
+	Tracer pgx.QueryTracer
 }
 
 // Hooks let tests interleave events deterministically and inject failures.
@@ -109,6 +113,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	schema := cfg.ConnConfig.RuntimeParams["search_path"]
 	if schema != "" && !schemaRE.MatchString(schema) {
 		return nil, fmt.Errorf("postgres URL: search_path must be one lowercase schema name (got %q)", schema)
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
@@ -265,9 +272,11 @@ func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // must be judged in commit order; holding this lock from before the insert
 // until commit makes the two the same.
 func lockSends(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('mailroom.send.' || current_schema(), 0))`)
+	_, err := tx.Exec(ctx, lockSendsSQL)
 	return err
 }
+
+const lockSendsSQL = `SELECT pg_advisory_xact_lock(hashtextextended('mailroom.send.' || current_schema(), 0))`
 
 // now is the store's clock, in PostgreSQL's precision.
 func (s *Store) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }

@@ -238,3 +238,45 @@ func TestSendManyStoresWhatSendStores(t *testing.T) {
 		}
 	}
 }
+
+// A send is two round trips (addresses, then one pipelined transaction),
+// a reply two more (the parent), whatever the draft carries.
+func TestSendRoundTrips(t *testing.T) {
+	var rt roundTrips
+	s := open(t, pgtest.URL(t), postgres.Options{Tracer: &rt})
+	ctx := context.Background()
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	if _, err := s.EnsureAgent(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	actx := mailroom.WithCaller(ctx, alice)
+	d, err := mailroom.SendInput{To: []string{"@bob", "role:triage", "*"}, Subject: "s", Body: "b",
+		RelatedSessions: []string{"SESSION:x"}, RelatedTickets: []string{"#12", "acme/api#7"},
+		TaggedConcepts: []string{"WAL", "checkpoint"}}.Draft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:pg"
+	first, err := s.Send(actx, d) // prepares the statements
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		reply bool
+		want  int64
+	}{{"send", false, 2}, {"reply", true, 4}} {
+		dd := d
+		if tc.reply {
+			dd.InReplyTo = first.MessageID
+		}
+		s.Send(actx, dd) // prepares what a reply adds
+		rt.n.Store(0)
+		if _, err := s.Send(actx, dd); err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.n.Load(); n != tc.want {
+			t.Errorf("%s: %d round trips, want %d", tc.name, n, tc.want)
+		}
+	}
+}

@@ -7,11 +7,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mailroom/mailroom"
 )
 
-// Send stores a message and all its edges in one transaction.
+// Send stores a message and all its edges in one transaction, in two round
+// trips: one resolves the addresses (plan), one pipelines the send lock,
+// any new role queues, every write (one statement) and the change
+// notification as a single implicit transaction (a pgx batch without BEGIN
+// commits at its end). A reply resolves its parent first, two more.
 func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceipt, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -20,25 +25,57 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 	if d.OriginSessionID == "" {
 		return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
 	}
-	var r mailroom.SendReceipt
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		p, err := plan(ctx, tx, me, d)
-		if err != nil {
-			return err
+	p, err := plan(ctx, s.pool, me, d)
+	if err != nil {
+		return mailroom.SendReceipt{}, err
+	}
+	at := s.now()
+	w := p.writes(me, d, at)
+	payload := s.payload(p.change())
+	var count int
+	err = s.pipeline(ctx, func(b *pgx.Batch) {
+		b.Queue(lockSendsSQL).Exec(func(pgconn.CommandTag) error { return nil })
+		if len(p.roles) > 0 {
+			b.Queue(`INSERT INTO role (name) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, sortedUnique(p.roles)).
+				Exec(func(pgconn.CommandTag) error { return nil })
 		}
-		if err := lockSends(ctx, tx); err != nil {
-			return err
-		}
-		if r, err = p.store(ctx, tx, me, d, s.now()); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, p.change())
+		b.Queue(sendSQL, w.args()...).QueryRow(func(r pgx.Row) error { return r.Scan(&count) })
+		b.Queue(notifySQL, s.channel, payload).Exec(func(pgconn.CommandTag) error { return nil })
 	})
 	if err != nil {
 		return mailroom.SendReceipt{}, err
 	}
-	r.Durable = true
-	return r, nil
+	return mailroom.SendReceipt{
+		MessageID:      w.msgID,
+		ThreadID:       w.threadID,
+		SentAt:         at,
+		Priority:       d.Priority,
+		RecipientCount: count,
+		Status:         "sent",
+		Durable:        true,
+	}, nil
+}
+
+// pipeline sends the statements queue puts in a batch as one implicit
+// transaction, in one round trip, and runs it again from the start when
+// PostgreSQL aborted it to break a deadlock (as write does). queue must
+// not keep state between runs.
+func (s *Store) pipeline(ctx context.Context, queue func(b *pgx.Batch)) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		b := &pgx.Batch{}
+		queue(b)
+		err = s.pool.SendBatch(ctx, b).Close()
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			return err
+		}
+		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
 }
 
 // sendPlan is a draft's addresses resolved, before anything is written.
@@ -53,9 +90,51 @@ type sendPlan struct {
 
 // plan resolves every address and the reply parent, writing nothing, so a
 // refused send leaves the store untouched and the send lock is held only
-// for the writes.
-func plan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft) (sendPlan, error) {
+// for the writes. Every name and the broadcast audience are looked up in
+// one round trip.
+func plan(ctx context.Context, q querier, me mailroom.Identity, d mailroom.Draft) (sendPlan, error) {
 	var p sendPlan
+	var names []string
+	bcast := false
+	for _, a := range d.To {
+		switch a.Kind {
+		case mailroom.AddrAgent, mailroom.AddrHuman:
+			names = append(names, a.Name)
+		case mailroom.AddrRole:
+			if owner, ok := strings.CutPrefix(a.Name, "next-session-of-"); ok {
+				names = append(names, owner)
+			}
+		case mailroom.AddrBroadcast:
+			bcast = true
+		}
+	}
+	known := map[string]mailroom.Identity{}
+	audience := false
+	if len(names) > 0 || bcast {
+		rows, err := q.Query(ctx, `SELECT name, id, kind FROM identity WHERE name = ANY($1)
+			UNION ALL SELECT NULL, 0, '' WHERE $3 AND EXISTS (SELECT 1 FROM identity WHERE kind = 'agent' AND id <> $2)`,
+			names, me.ID, bcast)
+		if err != nil {
+			return p, err
+		}
+		for rows.Next() {
+			var name *string
+			var id mailroom.Identity
+			if err := rows.Scan(&name, &id.ID, &id.Kind); err != nil {
+				rows.Close()
+				return p, err
+			}
+			if name == nil {
+				audience = true
+				continue
+			}
+			id.Name = *name
+			known[id.Name] = id
+		}
+		if err := rows.Err(); err != nil {
+			return p, err
+		}
+	}
 	for _, a := range d.To {
 		switch a.Kind {
 		case mailroom.AddrMe:
@@ -66,33 +145,24 @@ func plan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft
 			if a.Kind == mailroom.AddrHuman {
 				want = mailroom.KindHuman
 			}
-			id, err := identityByName(ctx, tx, a.Name)
-			if mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
+			id, ok := known[a.Name]
+			if !ok {
 				return p, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s", a.String())
-			} else if err == nil && id.Kind != want {
+			} else if id.Kind != want {
 				return p, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (%s is %s)", a.String(), a.Name, id.Address())
-			} else if err != nil {
-				return p, err
 			}
 			p.direct = append(p.direct, id.ID)
 			p.addrs = append(p.addrs, id.Address())
 		case mailroom.AddrRole:
 			if owner, ok := strings.CutPrefix(a.Name, "next-session-of-"); ok {
-				id, err := identityByName(ctx, tx, owner)
-				if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != mailroom.KindAgent) {
+				if id, ok := known[owner]; !ok || id.Kind != mailroom.KindAgent {
 					return p, mailroom.Errorf(mailroom.EINVALID, "Unknown recipient: %s (no agent named %s)", a.String(), owner)
-				} else if err != nil {
-					return p, err
 				}
 			}
 			p.roles = append(p.roles, a.Name)
 			p.addrs = append(p.addrs, a.String())
 		case mailroom.AddrBroadcast:
-			var any bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM identity WHERE kind = 'agent' AND id <> $1)`, me.ID).Scan(&any); err != nil {
-				return p, err
-			}
-			if !any {
+			if !audience {
 				return p, mailroom.Errorf(mailroom.EINVALID, "No recipients: the broadcast reaches nobody")
 			}
 			p.broadcast = true
@@ -103,11 +173,11 @@ func plan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft
 	p.roles = unique(p.roles)
 	if d.InReplyTo != "" {
 		// A reply joins its parent's thread; the parent must be visible.
-		roles, err := rolesOf(ctx, tx, me)
+		roles, err := rolesOf(ctx, q, me)
 		if err != nil {
 			return p, err
 		}
-		parent, err := resolve(ctx, tx, me, roles, d.InReplyTo)
+		parent, err := resolve(ctx, q, me, roles, d.InReplyTo)
 		if err != nil {
 			return p, err
 		}
@@ -116,92 +186,82 @@ func plan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft
 	return p, nil
 }
 
-// store writes the planned message; the caller holds the send lock. Keys
-// shared between transactions (sessions, roles, tickets, concepts) are
-// written in sorted order, so concurrent writers take their locks in one
-// order.
-func (p sendPlan) store(ctx context.Context, tx pgx.Tx, me mailroom.Identity, d mailroom.Draft, at time.Time) (mailroom.SendReceipt, error) {
-	if p.threadID == "" {
-		p.threadID = mailroom.NewThreadID()
-		if _, err := tx.Exec(ctx, `INSERT INTO thread (id, created_at) VALUES ($1, $2)`, p.threadID, at); err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-	}
-	sessions := sortedUnique(append([]string{d.OriginSessionID}, d.RelatedSessions...))
-	if _, err := tx.Exec(ctx, `INSERT INTO session (id) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, sessions); err != nil {
-		return mailroom.SendReceipt{}, err
-	}
-	msgID := mailroom.NewMessageID()
-	var seq int64
-	err := tx.QueryRow(ctx, `INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq`,
-		msgID, d.Subject, d.Body, at, string(d.Priority), me.ID, p.threadID, d.OriginSessionID, p.parentSeq).Scan(&seq)
-	if err != nil {
-		return mailroom.SendReceipt{}, err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO message_to (message_seq, position, address)
-		SELECT $1, a.pos - 1, a.address FROM unnest($2::text[]) WITH ORDINALITY AS a(address, pos)`, seq, p.addrs); err != nil {
-		return mailroom.SendReceipt{}, err
-	}
-	count := 0
-	if len(p.direct) > 0 {
-		tag, err := tx.Exec(ctx, `INSERT INTO delivery (recipient, message_seq, via, delivered_at)
-			SELECT r, $2, 'direct', $3 FROM unnest($1::bigint[]) AS r ON CONFLICT DO NOTHING`, p.direct, seq, at)
-		if err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-		count += int(tag.RowsAffected())
-	}
-	if p.broadcast {
-		// The audience is fixed now: agents that exist at send time.
-		tag, err := tx.Exec(ctx, `INSERT INTO delivery (recipient, message_seq, via, delivered_at)
-			SELECT id, $1, 'broadcast', $2 FROM identity WHERE kind = 'agent' AND id <> $3
-			ON CONFLICT DO NOTHING`, seq, at, me.ID)
-		if err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-		count += int(tag.RowsAffected())
-	}
-	roles := slices.Sorted(slices.Values(p.roles))
-	for _, r := range roles {
-		mb, err := ensureRole(ctx, tx, r)
-		if err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO delivery (recipient, message_seq, via, delivered_at) VALUES ($1, $2, 'role', $3)`, mb, seq, at); err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-		count++
-	}
-	if len(d.RelatedSessions) > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO message_session (message_seq, session_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, seq, d.RelatedSessions); err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-	}
-	if len(d.RelatedTickets) > 0 {
-		tickets := sortedUnique(d.RelatedTickets)
-		if _, err := tx.Exec(ctx, `INSERT INTO ticket (id) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, tickets); err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO message_ticket (message_seq, ticket_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, seq, tickets); err != nil {
-			return mailroom.SendReceipt{}, err
-		}
-	}
-	if err := tagConcepts(ctx, tx, []tagging{{seq: seq, concepts: d.Concepts, source: "caller"}}); err != nil {
-		return mailroom.SendReceipt{}, err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO concept_job (message_seq, run_after) VALUES ($1, $2)`, seq, at); err != nil {
-		return mailroom.SendReceipt{}, err
-	}
-	return mailroom.SendReceipt{
-		MessageID:      msgID,
-		ThreadID:       p.threadID,
-		SentAt:         at,
-		Priority:       d.Priority,
-		RecipientCount: count,
-		Status:         "sent",
-	}, nil
+// sendWrites is the parameters of sendSQL for one message.
+type sendWrites struct {
+	msgID, threadID string
+	newThread       bool
+	d               mailroom.Draft
+	me              int64
+	at              time.Time
+	p               sendPlan
+	sessions        []string // origin and related, sorted
+	tickets         []string // sorted
+	conceptIDs      []string // sorted, for the concept nodes
+	conceptNames    []string
+	tagged          []string // the caller's concepts in rank order
 }
+
+func (p sendPlan) writes(me mailroom.Identity, d mailroom.Draft, at time.Time) sendWrites {
+	w := sendWrites{msgID: mailroom.NewMessageID(), threadID: p.threadID, d: d, me: me.ID, at: at, p: p,
+		sessions: sortedUnique(append([]string{d.OriginSessionID}, d.RelatedSessions...)),
+		tickets:  sortedUnique(d.RelatedTickets), tagged: []string{}}
+	if w.threadID == "" {
+		w.threadID, w.newThread = mailroom.NewThreadID(), true
+	}
+	names := map[string]string{}
+	for _, c := range d.Concepts {
+		w.tagged = append(w.tagged, c.ID)
+		if _, ok := names[c.ID]; !ok {
+			names[c.ID] = c.Name
+			w.conceptIDs = append(w.conceptIDs, c.ID)
+		}
+	}
+	slices.Sort(w.conceptIDs)
+	for _, id := range w.conceptIDs {
+		w.conceptNames = append(w.conceptNames, names[id])
+	}
+	return w
+}
+
+func (w sendWrites) args() []any {
+	return []any{
+		w.msgID, w.d.Subject, w.d.Body, w.at, string(w.d.Priority), w.me, w.threadID, w.d.OriginSessionID, w.p.parentSeq, // $1-$9
+		w.newThread, w.sessions, w.p.addrs, // $10-$12
+		append([]int64{}, slices.Compact(slices.Sorted(slices.Values(w.p.direct)))...), w.p.broadcast, w.p.roles, // $13-$15 (a nil slice is NULL, and x = ANY(NULL) is not false)
+		w.d.RelatedSessions, w.tickets, w.conceptIDs, w.conceptNames, w.tagged, // $16-$20
+	}
+}
+
+// sendSQL writes one message with every edge in one statement and returns
+// its recipient count. The caller holds the send lock (an earlier
+// statement of the same transaction) and has created its role queues.
+// Shared keys (sessions, tickets, concepts) are inserted in sorted order,
+// so that concurrent writers take their locks in one order. Foreign keys
+// are checked at the end of the statement, after every part has run.
+const sendSQL = `WITH
+	th AS (INSERT INTO thread (id, created_at) SELECT $7, $4 WHERE $10),
+	se AS (INSERT INTO session (id) SELECT unnest($11::text[]) ORDER BY 1 ON CONFLICT DO NOTHING),
+	tk AS (INSERT INTO ticket (id) SELECT unnest($17::text[]) ORDER BY 1 ON CONFLICT DO NOTHING),
+	co AS (INSERT INTO concept (id, name) SELECT * FROM unnest($18::text[], $19::text[]) ORDER BY 1 ON CONFLICT DO NOTHING),
+	m AS (INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq),
+	mt AS (INSERT INTO message_to (message_seq, position, address)
+		SELECT m.seq, a.pos - 1, a.address FROM m, unnest($12::text[]) WITH ORDINALITY AS a(address, pos)),
+	d AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
+		SELECT x.r, m.seq, x.via, $4 FROM m, (
+			SELECT r, 'direct' AS via FROM unnest($13::bigint[]) AS r
+			UNION ALL SELECT i.id, 'broadcast' FROM identity i
+				WHERE $14 AND i.kind = 'agent' AND i.id <> $6 AND NOT (i.id = ANY($13::bigint[]))
+			UNION ALL SELECT mailbox_id, 'role' FROM role WHERE name = ANY($15::text[])) AS x
+		RETURNING 1),
+	ms AS (INSERT INTO message_session (message_seq, session_id)
+		SELECT m.seq, x FROM m, unnest($16::text[]) AS x ON CONFLICT DO NOTHING),
+	mk AS (INSERT INTO message_ticket (message_seq, ticket_id) SELECT m.seq, x FROM m, unnest($17::text[]) AS x),
+	mc AS (INSERT INTO message_concept (message_seq, concept_id, source, rank)
+		SELECT m.seq, c.id, 'caller', c.pos - 1 FROM m, unnest($20::text[]) WITH ORDINALITY AS c(id, pos)
+		ON CONFLICT DO NOTHING),
+	j AS (INSERT INTO concept_job (message_seq, run_after) SELECT m.seq, $4 FROM m)
+	SELECT count(*) FROM d`
 
 // tagging is one message's concepts from one source.
 type tagging struct {

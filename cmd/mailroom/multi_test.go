@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mailroom/mailroom/postgres/pgtest"
 )
@@ -20,6 +29,11 @@ type instances struct {
 
 func twoInstances(t *testing.T, agents ...string) *instances {
 	t.Helper()
+	if !pgtest.UsePostgres() {
+		// It needs PostgreSQL whatever the store under test: run it once,
+		// in the PostgreSQL stage of scripts/test.sh.
+		t.Skipf("runs with %s=postgres", pgtest.BackendVar)
+	}
 	db := pgtest.URL(t) // skips without MAILROOM_TEST_POSTGRES
 	env := environ(t)
 	in := &instances{t: t, tokens: map[string]string{}}
@@ -185,7 +199,69 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 		bobB.ok("mark_read", map[string]any{"all": true}, &drainReceipt{})
 	})
 
-	t.Run("8 clients x 500 mixed operations across both instances", func(t *testing.T) {
+	t.Run("a subscriber on one hears of a send on the other, and of nobody else's", func(t *testing.T) {
+		bobA, bobUpdates := in.watch(t, in.a, "bob")
+		_, carolUpdates := in.watch(t, in.a, "carol")
+		aliceB := in.on(t, in.b, "alice")
+		for i := range 3 {
+			// Mail to carol reaches carol's subscription on A; by the time
+			// it has, A has taken that commit in, and bob has heard nothing.
+			aliceB.send("@carol", fmt.Sprintf("not for bob %d", i))
+			next(t, carolUpdates, "carol")
+			if n := len(bobUpdates); n != 0 {
+				t.Fatalf("bob was notified %d times of mail to carol", n)
+			}
+			r := aliceB.send("@bob", fmt.Sprintf("for bob %d", i))
+			next(t, bobUpdates, "bob")
+			if s := readInbox(t, bobA); len(s.Newest) == 0 || s.Newest[0].MessageID != r.MessageID {
+				t.Fatalf("after the notification bob's inbox on A shows %+v, want %s first", s.Newest, r.MessageID)
+			}
+		}
+		// A last round to carol: nothing more for bob.
+		aliceB.send("@carol", "still not for bob")
+		next(t, carolUpdates, "carol")
+		if n := len(bobUpdates); n != 0 {
+			t.Fatalf("bob was notified %d more times than he got mail", n)
+		}
+		bobA.ok("mark_read", map[string]any{"all": true}, &drainReceipt{})
+		in.on(t, in.a, "carol").ok("mark_read", map[string]any{"all": true}, &drainReceipt{})
+	})
+
+	t.Run("wait_for_mail on one returns mail sent on the other", func(t *testing.T) {
+		bobA, aliceB := in.on(t, in.a, "bob"), in.on(t, in.b, "alice")
+		since := aliceB.send("@bob", "the starting point")
+		type waited struct {
+			TimedOut bool  `json:"timedOut"`
+			Messages []row `json:"messages"`
+		}
+		got := make(chan waited, 1)
+		errc := make(chan error, 1)
+		go func() {
+			var w waited
+			if err := bobA.try("wait_for_mail", map[string]any{"since": since.MessageID, "timeoutSeconds": 30}, &w); err != nil {
+				errc <- err
+				return
+			}
+			got <- w
+		}()
+		// Mail to someone else does not end bob's wait; his own does.
+		aliceB.send("@carol", "not for bob")
+		r := aliceB.send("@bob", "wake up")
+		select {
+		case err := <-errc:
+			t.Fatal(err)
+		case w := <-got:
+			if w.TimedOut || len(w.Messages) != 1 || w.Messages[0].MessageID != r.MessageID {
+				t.Fatalf("wait_for_mail on A returned %+v, want only %s sent on B", w, r.MessageID)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("wait_for_mail on A never returned the mail sent on B")
+		}
+		bobA.ok("mark_read", map[string]any{"all": true}, &drainReceipt{})
+		in.on(t, in.a, "carol").ok("mark_read", map[string]any{"all": true}, &drainReceipt{})
+	})
+
+	t.Run("8 processes x 500 mixed operations across both instances", func(t *testing.T) {
 		const workers, ops = 8, 500
 		agents := []string{"alice", "bob", "carol"}
 		base := map[string][2]int{} // outbox and inbox totals before the load
@@ -196,63 +272,36 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 			s.ok("list_messages", map[string]any{"includeArchived": true, "limit": 1}, &inbox)
 			base[who] = [2]int{out.TotalCount, inbox.TotalCount}
 		}
-		var mu sync.Mutex
-		sent := map[string]int{}     // successful sends per sender
-		received := map[string]int{} // deliveries per recipient
+		// Each worker is this test binary run again as a load client
+		// (TestLoadClient), an OS process of its own.
+		results := make([]loadResult, workers)
 		var wg sync.WaitGroup
-		errs := make(chan error, workers*ops)
 		for w := range workers {
-			me := agents[w%len(agents)]
-			s := in.on(t, []string{in.a, in.b}[w%2], me)
+			job := loadJob{Endpoint: []string{in.a, in.b}[w%2], Me: agents[w%len(agents)], Agents: agents, Worker: w, Ops: ops}
+			job.Token = in.tokens[job.Me]
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(w), 14))
-				var mine []string // ids in this worker's inbox
-				for i := range ops {
-					var err error
-					switch op := rng.IntN(10); {
-					case op < 4:
-						to := agents[rng.IntN(len(agents))]
-						var r sendReceipt
-						if err = s.try("add_message", map[string]any{"to": "@" + to, "subject": fmt.Sprintf("%s %d/%d", me, w, i), "body": "mixed load"}, &r); err == nil {
-							mu.Lock()
-							sent[me]++
-							received[to]++
-							mu.Unlock()
-						}
-					case op < 6:
-						var p page
-						if err = s.try("list_messages", map[string]any{"limit": 20}, &p); err == nil {
-							mine = mine[:0]
-							for _, r := range p.Messages {
-								mine = append(mine, r.MessageID)
-							}
-						}
-					case op < 7 && len(mine) > 0:
-						err = s.try("get_message", map[string]any{"messageId": mine[rng.IntN(len(mine))]}, nil)
-					case op < 8 && len(mine) > 0:
-						err = s.try("mark_read", map[string]any{"messageId": mine[:min(len(mine), 5)]}, nil)
-					case op < 9:
-						var rc drainReceipt
-						if err = s.try("mark_read", map[string]any{"all": true}, &rc); err == nil && rc.Status == "partial" {
-							err = fmt.Errorf("%s: partial drain %+v", me, rc)
-						}
-					default:
-						err = s.try("list_concepts", map[string]any{}, nil)
-					}
-					if err != nil {
-						errs <- err
-					}
-				}
+				results[w] = runLoadClient(t, job)
 			}()
 		}
 		wg.Wait()
-		close(errs)
+		sent := map[string]int{}     // successful sends per sender
+		received := map[string]int{} // deliveries per recipient
 		n := 0
-		for err := range errs {
-			if n++; n <= 5 {
-				t.Error(err)
+		for w, r := range results {
+			sent[agents[w%len(agents)]] += r.Sent
+			for to, k := range r.Received {
+				received[to] += k
+			}
+			for _, e := range r.Errors {
+				if n++; n <= 5 {
+					t.Errorf("worker %d: %s", w, e)
+				}
+			}
+			n += r.MoreErrors
+			if r.Ops != ops {
+				t.Errorf("worker %d ran %d operations, want %d", w, r.Ops, ops)
 			}
 		}
 		if n > 0 {
@@ -272,4 +321,170 @@ func TestTwoInstancesOnePostgres(t *testing.T) {
 			}
 		}
 	})
+}
+
+// watch connects agent to endpoint and subscribes to mailbox://inbox
+// (protocol 2025-11-25: resources/subscribe answers once the server holds
+// the subscription); the channel receives each
+// notifications/resources/updated.
+func (in *instances) watch(t *testing.T, endpoint, agent string) (*session, chan string) {
+	t.Helper()
+	updates := make(chan string, 100)
+	cl := gomcp.NewClient(&gomcp.Implementation{Name: "cmd-test-watch-" + agent, Version: "v0"}, &gomcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *gomcp.ResourceUpdatedNotificationRequest) {
+			updates <- r.Params.URI
+		},
+	})
+	cs, err := cl.Connect(context.Background(), &gomcp.StreamableClientTransport{
+		Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{in.tokens[agent]}}, MaxRetries: -1,
+	}, &gomcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect %s to %s: %v", agent, endpoint, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := cs.Subscribe(context.Background(), &gomcp.SubscribeParams{URI: "mailbox://inbox"}); err != nil {
+		t.Fatalf("%s subscribes on %s: %v", agent, endpoint, err)
+	}
+	return &session{t: t, cs: cs, name: agent + "@" + endpoint, stderr: &lockedBuffer{}}, updates
+}
+
+// next waits for one inbox notification.
+func next(t *testing.T, updates chan string, who string) {
+	t.Helper()
+	select {
+	case uri := <-updates:
+		if uri != "mailbox://inbox" {
+			t.Fatalf("%s: updated %q, want mailbox://inbox", who, uri)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s: no notifications/resources/updated", who)
+	}
+}
+
+func readInbox(t *testing.T, s *session) (summary struct {
+	UnreadCount int   `json:"unreadCount"`
+	Newest      []row `json:"newest"`
+}) {
+	t.Helper()
+	res, err := s.cs.ReadResource(context.Background(), &gomcp.ReadResourceParams{URI: "mailbox://inbox"})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("read mailbox://inbox: %v %+v", err, res)
+	}
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &summary); err != nil {
+		t.Fatal(err)
+	}
+	return summary
+}
+
+// loadClientVar, when set, holds a loadJob: TestLoadClient then runs it
+// against a server and prints its loadResult. The 8-process test runs this
+// test binary again with it; in a normal run TestLoadClient skips.
+const loadClientVar = "MAILROOM_TEST_LOAD_CLIENT"
+
+// loadJob is one load client's work: ops mixed calls as Me on Endpoint.
+type loadJob struct {
+	Endpoint, Token, Me string
+	Agents              []string
+	Worker, Ops         int
+}
+
+// loadResult is what a load client's callers were told.
+type loadResult struct {
+	Ops        int
+	Sent       int            // successful sends
+	Received   map[string]int // deliveries per recipient of those sends
+	Errors     []string       // the first few errors that reached the caller
+	MoreErrors int            // and how many more
+}
+
+const loadResultPrefix = "LOAD-RESULT "
+
+// runLoadClient runs job in a child process and returns its result.
+func runLoadClient(t *testing.T, job loadJob) loadResult {
+	spec, _ := json.Marshal(job)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLoadClient$", "-test.count=1", "-test.v=false")
+	cmd.Env = append(os.Environ(), loadClientVar+"="+string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, loadResultPrefix); ok {
+			var r loadResult
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				t.Errorf("worker %d: %v", job.Worker, err)
+			}
+			return r
+		}
+	}
+	t.Errorf("worker %d: load client printed no result (%v)\nstdout: %s\nstderr: %s", job.Worker, err, out, stderr.String())
+	return loadResult{Ops: -1}
+}
+
+// TestLoadClient is the load client process of the 8-process test: mixed
+// calls (40% sends to a random agent, 20% pages, 10% each get, mark some
+// read, drain, list_concepts) on one session, each error counted as one
+// that reached a caller.
+func TestLoadClient(t *testing.T) {
+	spec := os.Getenv(loadClientVar)
+	if spec == "" {
+		t.Skip("a child process of the 8-process test")
+	}
+	var job loadJob
+	if err := json.Unmarshal([]byte(spec), &job); err != nil {
+		t.Fatal(err)
+	}
+	r := loadResult{Received: map[string]int{}}
+	fail := func(err error) {
+		if len(r.Errors) < 5 {
+			r.Errors = append(r.Errors, err.Error())
+		} else {
+			r.MoreErrors++
+		}
+	}
+	s, err := httpSession(t, job.Endpoint, job.Token, job.Me+"@"+job.Endpoint)
+	if err != nil {
+		fail(err)
+	} else {
+		rng := rand.New(rand.NewPCG(uint64(job.Worker), 14))
+		var mine []string // ids in this worker's inbox
+		for i := range job.Ops {
+			r.Ops++
+			var err error
+			switch op := rng.IntN(10); {
+			case op < 4:
+				to := job.Agents[rng.IntN(len(job.Agents))]
+				var rc sendReceipt
+				if err = s.try("add_message", map[string]any{"to": "@" + to, "subject": fmt.Sprintf("%s %d/%d", job.Me, job.Worker, i), "body": "mixed load"}, &rc); err == nil {
+					r.Sent++
+					r.Received[to]++
+				}
+			case op < 6:
+				var p page
+				if err = s.try("list_messages", map[string]any{"limit": 20}, &p); err == nil {
+					mine = mine[:0]
+					for _, m := range p.Messages {
+						mine = append(mine, m.MessageID)
+					}
+				}
+			case op < 7 && len(mine) > 0:
+				err = s.try("get_message", map[string]any{"messageId": mine[rng.IntN(len(mine))]}, nil)
+			case op < 8 && len(mine) > 0:
+				err = s.try("mark_read", map[string]any{"messageId": mine[:min(len(mine), 5)]}, nil)
+			case op < 9:
+				var rc drainReceipt
+				if err = s.try("mark_read", map[string]any{"all": true}, &rc); err == nil && rc.Status == "partial" {
+					err = fmt.Errorf("%s: partial drain %+v", job.Me, rc)
+				}
+			default:
+				err = s.try("list_concepts", map[string]any{}, nil)
+			}
+			if err != nil {
+				fail(err)
+			}
+		}
+	}
+	b, _ := json.Marshal(r)
+	fmt.Printf("\n%s%s\n", loadResultPrefix, b)
 }
