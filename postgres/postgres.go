@@ -245,9 +245,26 @@ func retryable(err error) bool {
 // again (from the start) when PostgreSQL aborted it to break a deadlock, so
 // that no such abort reaches a caller. fn must not keep state between runs.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var err error
+	return s.retry(ctx, func() error { return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, fn) })
+}
+
+// pipeline sends the statements queue puts in a batch as one implicit
+// transaction, in one round trip (a batch without BEGIN commits at its
+// end, or not at all), and runs it again as write does. queue must not
+// keep state between runs.
+func (s *Store) pipeline(ctx context.Context, queue func(b *pgx.Batch)) error {
+	return s.retry(ctx, func() error {
+		b := &pgx.Batch{}
+		queue(b)
+		return s.pool.SendBatch(ctx, b).Close()
+	})
+}
+
+// retry runs one transaction, and again after PostgreSQL aborted it as a
+// deadlock victim or a serialization failure, up to maxAttempts.
+func (s *Store) retry(ctx context.Context, tx func() error) error {
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, fn)
+		err := tx()
 		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
 			return err
 		}

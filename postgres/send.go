@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mailroom/mailroom"
 )
@@ -34,13 +33,12 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 	payload := s.payload(p.change())
 	var count int
 	err = s.pipeline(ctx, func(b *pgx.Batch) {
-		b.Queue(lockSendsSQL).Exec(func(pgconn.CommandTag) error { return nil })
+		b.Queue(lockSendsSQL)
 		if len(p.roles) > 0 {
-			b.Queue(`INSERT INTO role (name) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, sortedUnique(p.roles)).
-				Exec(func(pgconn.CommandTag) error { return nil })
+			b.Queue(`INSERT INTO role (name) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, sortedUnique(p.roles))
 		}
 		b.Queue(sendSQL, w.args()...).QueryRow(func(r pgx.Row) error { return r.Scan(&count) })
-		b.Queue(notifySQL, s.channel, payload).Exec(func(pgconn.CommandTag) error { return nil })
+		b.Queue(notifySQL, s.channel, payload)
 	})
 	if err != nil {
 		return mailroom.SendReceipt{}, err
@@ -54,28 +52,6 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 		Status:         "sent",
 		Durable:        true,
 	}, nil
-}
-
-// pipeline sends the statements queue puts in a batch as one implicit
-// transaction, in one round trip, and runs it again from the start when
-// PostgreSQL aborted it to break a deadlock (as write does). queue must
-// not keep state between runs.
-func (s *Store) pipeline(ctx context.Context, queue func(b *pgx.Batch)) error {
-	var err error
-	for attempt := 1; ; attempt++ {
-		b := &pgx.Batch{}
-		queue(b)
-		err = s.pool.SendBatch(ctx, b).Close()
-		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
-			return err
-		}
-		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt) * time.Millisecond):
-		}
-	}
 }
 
 // sendPlan is a draft's addresses resolved, before anything is written.
