@@ -384,14 +384,30 @@ func CheckDevAddr(addr string) error {
 	if err != nil {
 		return fmt.Errorf("bad --http address %q: %w", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
+	if !isLoopback(host) {
 		return errors.New("--agent with --http binds token-less requests to that agent, so it is allowed only on a loopback address (127.0.0.1, ::1 or localhost), not " + addr)
 	}
 	return nil
+}
+
+// CheckLoopback refuses a listener address (of flag) that is not loopback.
+func CheckLoopback(flag, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("bad %s address %q: %w", flag, addr, err)
+	}
+	if !isLoopback(host) {
+		return fmt.Errorf("%s must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %s", flag, addr)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // NewHTTPServer returns the http.Server that ListenAndServe runs: handler

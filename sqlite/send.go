@@ -18,7 +18,7 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 		return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
 	}
 	var r mailroom.SendReceipt
-	err = s.write(ctx, func(tx *ptx) error {
+	err = s.writeGrouped(ctx, func(ctx context.Context, tx *ptx) error {
 		var err error
 		r, err = send(ctx, tx, me, d)
 		return err

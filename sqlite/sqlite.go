@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,13 +73,23 @@ type Store struct {
 	hooks   Hooks
 	terms   func(subject, body string) []string
 	clock   func() time.Time
-	// wmu queues this process's writers in Go. SQLite admits one writer at
-	// a time anyway, and its busy handler waits by sleeping in growing
-	// steps, so many writers of one process contending inside SQLite starve
-	// each other; only other processes need the busy timeout.
-	wmu       sync.Mutex
-	fgWaiting atomic.Int32 // foreground writers waiting for wmu
+	// wlock queues this process's writers in Go (a channel of capacity
+	// one: taking it is sending). SQLite admits one writer at a time anyway,
+	// and its busy handler waits by sleeping in growing steps, so many
+	// writers of one process contending inside SQLite starve each other;
+	// only other processes need the busy timeout. A channel rather than a
+	// mutex so that a grouped writer (group.go) can wait for the lock or
+	// for a leader to commit its write, whichever comes first.
+	wlock     chan struct{}
+	fgWaiting atomic.Int32 // foreground writers waiting for wlock
+	group     commitGroup
+	mode      writeMode
 	cache     stmtCache
+	// wdb and wcache are the one-connection writer pool of writePool mode
+	// (kept to measure the write queue against; see group.go).
+	wdb    *sql.DB
+	wcache stmtCache
+	dsn    string
 	// statsFloor is defaultStatsFloor; tests lower it.
 	statsFloor int64
 
@@ -111,6 +120,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{path: path, durable: path != Memory, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor,
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
+		wcache:  stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
+		wlock:   make(chan struct{}, 1),
 		changes: mailroom.NewChangeHub(), origin: newOrigin()}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
@@ -146,6 +157,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	} else {
 		dsn = "file::memory:?" + q.Encode()
 	}
+	s.dsn = dsn
 	openDB := func() error {
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
@@ -298,6 +310,10 @@ func (s *Store) Close() error {
 		s.log.Warn("planner statistics", "err", err)
 	}
 	s.cache.close()
+	if s.wdb != nil {
+		s.wcache.close()
+		s.wdb.Close()
+	}
 	return s.db.Close()
 }
 
@@ -342,12 +358,19 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // write runs fn in an immediate transaction and commits it.
 func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
-	defer s.cache.prepareWanted(ctx, s.db)
+	defer s.prepareWanted(ctx)
+	if s.mode == writePool {
+		c, err := s.inTx(ctx, fn)
+		if err == nil {
+			s.publish(c)
+		}
+		return err
+	}
 	s.fgWaiting.Add(1)
-	s.wmu.Lock()
+	s.lock()
 	s.fgWaiting.Add(-1)
 	c, err := s.inTx(ctx, fn)
-	s.wmu.Unlock()
+	s.unlock()
 	if err != nil {
 		return err
 	}
@@ -357,39 +380,56 @@ func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
 	return nil
 }
 
+func (s *Store) lock()   { s.wlock <- struct{}{} }
+func (s *Store) unlock() { <-s.wlock }
+
+// prepareWanted prepares the statements transactions asked for.
+func (s *Store) prepareWanted(ctx context.Context) {
+	s.cache.prepareWanted(ctx, s.db)
+	if s.wdb != nil {
+		s.wcache.prepareWanted(ctx, s.wdb)
+	}
+}
+
 // writeBackground is write for work no caller waits on (the concept
 // queue): it lets waiting foreground writers go first, for up to 50 ms, so
 // a send rarely queues behind it and the queue still moves under load.
 func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) error {
-	defer s.cache.prepareWanted(ctx, s.db)
+	defer s.prepareWanted(ctx)
+	// The concept queue changes no inbox.
+	run := func(tx *ptx) error { tx.touchNone(); return fn(tx) }
+	if s.mode == writePool {
+		_, err := s.inTx(ctx, run)
+		return err
+	}
 	giveUp := time.Now().Add(50 * time.Millisecond)
 	for {
-		s.wmu.Lock()
+		s.lock()
 		if s.fgWaiting.Load() == 0 || time.Now().After(giveUp) {
 			break
 		}
-		s.wmu.Unlock()
+		s.unlock()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Microsecond):
 		}
 	}
-	defer s.wmu.Unlock()
-	// The concept queue changes no inbox.
-	_, err := s.inTx(ctx, func(tx *ptx) error { tx.touchNone(); return fn(tx) })
+	defer s.unlock()
+	_, err := s.inTx(ctx, run)
 	return err
 }
 
 // inTx runs fn in an immediate transaction and commits it; the caller holds
-// wmu.
+// wlock.
 func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) (mailroom.Change, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	db, cache := s.writer()
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return mailroom.Change{}, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	t := &ptx{Tx: tx, c: &s.cache, now: s.now, trace: s.hooks.Statement}
+	t := &ptx{Tx: tx, c: cache, now: s.now, trace: s.hooks.Statement}
 	if err := fn(t); err != nil {
 		return mailroom.Change{}, err
 	}
@@ -405,10 +445,18 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) (mailroom.Chan
 	return c, nil
 }
 
+// writer is the pool write transactions run on, with its statement cache.
+func (s *Store) writer() (*sql.DB, *stmtCache) {
+	if s.wdb != nil {
+		return s.wdb, &s.wcache
+	}
+	return s.db, &s.cache
+}
+
 // read runs fn in a read-only (deferred) transaction: one consistent snapshot
 // that never blocks writers.
 func (s *Store) read(ctx context.Context, fn func(tx *ptx) error) error {
-	defer s.cache.prepareWanted(ctx, s.db)
+	defer s.prepareWanted(ctx)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)

@@ -31,6 +31,7 @@ type serveFlags struct {
 	cpuBudget   time.Duration
 	allowOrigin []string
 	rate        float64
+	pprof       string
 
 	conceptsMode string
 	ollamaURL    string
@@ -100,6 +101,7 @@ requests without a token act as that agent.`,
 	fl.DurationVar(&f.cpuBudget, "cpu-budget", mcp.DefaultCPUBudget, "CPU time one read-only tool call may use before it is stopped")
 	fl.StringSliceVar(&f.allowOrigin, "allow-origin", nil, "HTTP: a browser origin (scheme://host[:port]) allowed besides the server's own;\nrepeat or comma-separate for more. Any other Origin header gets 403")
 	fl.Float64Var(&f.rate, "rate", 0, "HTTP: at most N requests per second per identity (429 with Retry-After); 0 is no limit")
+	fl.StringVar(&f.pprof, "pprof", "", "serve Go profiles (net/http/pprof) at http://ADDR/debug/pprof/ on a listener of\ntheir own; loopback addresses only; off unless given")
 	fl.StringVar(&f.conceptsMode, "concepts", "embedded", "concept extractor run by this process: embedded, ollama, or off\n(off leaves queued jobs to other processes sharing the database)")
 	fl.StringVar(&f.ollamaURL, "ollama-url", "", "Ollama's URL for --concepts ollama (env MAILROOM_OLLAMA_URL; default http://localhost:11434)")
 	fl.StringVar(&f.conceptModel, "concept-model", "", "model for --concepts ollama (env MAILROOM_CONCEPT_MODEL; default gemma3)")
@@ -113,6 +115,11 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 	}
 	if f.http != "" && f.agentOK {
 		if err := mcp.CheckDevAddr(f.http); err != nil {
+			return err
+		}
+	}
+	if f.pprof != "" {
+		if err := m.servePprof(ctx, f.pprof); err != nil {
 			return err
 		}
 	}
@@ -203,4 +210,21 @@ func (m *Main) conceptWorker(f serveFlags) (*concepts.Worker, error) {
 		x = o
 	}
 	return concepts.NewWorker(m.store, x, concepts.WorkerOptions{Logger: m.log, Lease: f.conceptLease}), nil
+}
+
+// servePprof serves the profiler on a loopback listener of its own until
+// ctx ends: profiles show timings and symbols, nothing for the network.
+func (m *Main) servePprof(ctx context.Context, addr string) error {
+	if err := mcp.CheckLoopback("--pprof", addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--pprof: %w", err)
+	}
+	srv := &http.Server{Handler: ops.Profiler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); srv.Close() }()
+	go srv.Serve(ln)
+	m.log.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return nil
 }
