@@ -209,8 +209,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		for _, p := range parts {
 			count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 		}
-		// The count and page queries vary with the filters: run them
-		// unprepared rather than fill the statement cache with them.
+		// The count and page queries vary with the filters: the common
+		// shapes are kept prepared, the rest run unprepared.
 		if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
 			return err
 		}

@@ -13,13 +13,20 @@ import (
 // many times over, and listings with unusual filter mixes run unprepared.
 const maxCachedStmts = 256
 
+// maxListingStmts bounds the listing queries among them: a listing's text
+// depends only on which filters it has (values are parameters), so a few
+// shapes serve nearly every call, and parsing and planning one of those
+// UNION statements costs more than running it on a small inbox.
+const maxListingStmts = 32
+
 // stmtCache keeps the store's statements prepared, so a send does not parse
 // and plan a dozen statements each time. database/sql keeps one prepared copy
 // per connection under each *sql.Stmt.
 type stmtCache struct {
-	mu     sync.Mutex
-	stmts  map[string]*sql.Stmt
-	wanted map[string]bool // seen in a transaction, prepared after it
+	mu       sync.Mutex
+	stmts    map[string]*sql.Stmt
+	wanted   map[string]bool // seen in a transaction, prepared after it; true for a listing
+	listings int             // listing statements in stmts
 }
 
 // ptx is a transaction whose statements come from the cache. A statement
@@ -42,13 +49,18 @@ type ptx struct {
 // One statement serves every use of its query in the transaction, so no
 // caller may run a query again while iterating that query's own rows.
 func (t *ptx) stmt(ctx context.Context, query string) *sql.Stmt {
+	return t.stmtOf(ctx, query, false)
+}
+
+// stmtOf is stmt, for a listing query if listing.
+func (t *ptx) stmtOf(ctx context.Context, query string, listing bool) *sql.Stmt {
 	if st, ok := t.local[query]; ok {
 		return st
 	}
 	t.c.mu.Lock()
 	st, ok := t.c.stmts[query]
-	if !ok && len(t.c.stmts)+len(t.c.wanted) < maxCachedStmts {
-		t.c.wanted[query] = true
+	if !ok && len(t.c.stmts)+len(t.c.wanted) < maxCachedStmts && (!listing || t.c.listings < maxListingStmts) {
+		t.c.wanted[query] = listing
 	}
 	t.c.mu.Unlock()
 	if !ok {
@@ -88,16 +100,24 @@ func (t *ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
-// queryRowUncached runs query unprepared, outside the cache: for queries
-// that vary with their arguments (listings).
+// queryRowUncached runs a listing query, whose text varies with its
+// filters: prepared from the cache if its shape is among the first
+// maxListingStmts seen, else unprepared, so that unusual filter mixes do
+// not fill the cache.
 func (t *ptx) queryRowUncached(ctx context.Context, query string, args ...any) *sql.Row {
 	t.traced(query, args)
+	if st := t.stmtOf(ctx, query, true); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
 // queryUncached is queryRowUncached for many rows.
 func (t *ptx) queryUncached(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	t.traced(query, args)
+	if st := t.stmtOf(ctx, query, true); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
@@ -111,22 +131,25 @@ func (t *ptx) traced(query string, args []any) {
 // outside any transaction, so it can always get a connection.
 func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
 	c.mu.Lock()
-	var todo []string
-	for q := range c.wanted {
-		todo = append(todo, q)
+	todo := map[string]bool{}
+	for q, listing := range c.wanted {
+		todo[q] = listing
 	}
 	clear(c.wanted)
 	c.mu.Unlock()
-	for _, q := range todo {
+	for q, listing := range todo {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			continue // it runs unprepared next time too; its own error shows there
 		}
 		c.mu.Lock()
-		if _, dup := c.stmts[q]; dup {
+		if _, dup := c.stmts[q]; dup || (listing && c.listings >= maxListingStmts) {
 			st.Close()
 		} else {
 			c.stmts[q] = st
+			if listing {
+				c.listings++
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -140,4 +163,5 @@ func (c *stmtCache) close() {
 		st.Close()
 	}
 	clear(c.stmts)
+	c.listings = 0
 }
