@@ -94,7 +94,9 @@ func (s *Store) AddToken(ctx context.Context, identityID int64, digest []byte) e
 // IdentityByToken finds a token's identity by digest.
 func (s *Store) IdentityByToken(ctx context.Context, digest []byte) (mailroom.Identity, error) {
 	var id mailroom.Identity
-	err := s.db.QueryRowContext(ctx, `SELECT i.id, i.name, i.kind FROM token t JOIN identity i ON i.id = t.identity_id WHERE t.digest = ?`, digest).Scan(&id.ID, &id.Name, &id.Kind)
+	// Every HTTP request asks this: prepared once, not parsed per request.
+	err := s.queryRowScan(ctx, `SELECT i.id, i.name, i.kind FROM token t JOIN identity i ON i.id = t.identity_id WHERE t.digest = ?`,
+		[]any{digest}, &id.ID, &id.Name, &id.Kind)
 	if isNoRows(err) {
 		return mailroom.Identity{}, mailroom.Errorf(mailroom.ENOTFOUND, "unknown token")
 	}

@@ -121,6 +121,24 @@ func (t *ptx) queryUncached(ctx context.Context, query string, args ...any) (*sq
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
+// queryRowScan runs a one-row query outside any transaction through the
+// statement cache and scans it into dest.
+func (s *Store) queryRowScan(ctx context.Context, query string, args []any, dest ...any) error {
+	c := &s.cache
+	c.mu.Lock()
+	st, ok := c.stmts[query]
+	if !ok && len(c.stmts)+len(c.wanted) < maxCachedStmts {
+		c.wanted[query] = false
+	}
+	c.mu.Unlock()
+	if ok {
+		return st.QueryRowContext(ctx, args...).Scan(dest...)
+	}
+	err := s.db.QueryRowContext(ctx, query, args...).Scan(dest...)
+	s.prepareWanted(ctx)
+	return err
+}
+
 func (t *ptx) traced(query string, args []any) {
 	if t.trace != nil {
 		t.trace(query, args)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -149,6 +150,14 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 	if f.http == "" {
 		m.log.Info("serving MCP on stdio", "db", displayDB(m.db), "agent", f.agent, "concepts", f.conceptsMode)
 		return mcp.NewServer(m.store, opts).ServeStdio(ctx)
+	}
+	if m.getenv("GOGC") == "" {
+		// An HTTP server's garbage is mostly the go-sdk's JSON buffers
+		// (about 190 KB a call against a live heap of a few MB), so the
+		// default of 100 collects every few dozen calls; 400 cuts the CPU
+		// per send by about a quarter for about 12 MB more resident memory
+		// (docs/benchmarks.md, issue 13). GOGC in the environment wins.
+		debug.SetGCPercent(400)
 	}
 	metrics := ops.NewMetrics()
 	metrics.Tools(mcp.ToolNames())
