@@ -2,6 +2,7 @@ package mailroom
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -245,4 +246,15 @@ func (in WaitInput) Request() (WaitRequest, error) {
 		r.IncludeRoles = *in.IncludeRoles
 	}
 	return r, nil
+}
+
+// InboxFingerprint is InboxState.Fingerprint from the unread count, the
+// sum of the unread messages' seqs and the watermark: a new arrival, a
+// mark and a mark-unread each change one of them, even between two checks.
+func InboxFingerprint(unread int, seqSum int64, watermark *string) string {
+	wm := ""
+	if watermark != nil {
+		wm = *watermark
+	}
+	return strconv.Itoa(unread) + "/" + strconv.FormatInt(seqSum, 10) + "/" + wm
 }

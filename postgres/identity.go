@@ -53,6 +53,11 @@ func identityByName(ctx context.Context, q querier, name string) (mailroom.Ident
 	return id, err
 }
 
+// byName is identityByName bound to q, for the domain's resolvers.
+func byName(ctx context.Context, q querier) mailroom.IdentityByName {
+	return func(name string) (mailroom.Identity, error) { return identityByName(ctx, q, name) }
+}
+
 // GrantRole grants role to the identity name.
 func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 	if err := mailroom.ValidateRole(role); err != nil {

@@ -318,7 +318,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 // GrantReadInbox lets grantee read owner's inbox.
 func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error {
 	return s.write(ctx, func(tx pgx.Tx) error {
-		g, o, err := grantPair(ctx, tx, grantee, owner)
+		g, o, err := mailroom.GrantPair(grantee, owner, byName(ctx, tx))
 		if err != nil {
 			return err
 		}
@@ -331,7 +331,7 @@ func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error
 func (s *Store) RevokeReadInbox(ctx context.Context, grantee, owner string) (bool, error) {
 	found := false
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		g, o, err := grantPair(ctx, tx, grantee, owner)
+		g, o, err := mailroom.GrantPair(grantee, owner, byName(ctx, tx))
 		if err != nil {
 			return err
 		}
@@ -340,35 +340,6 @@ func (s *Store) RevokeReadInbox(ctx context.Context, grantee, owner string) (boo
 		return err
 	})
 	return found, err
-}
-
-func grantPair(ctx context.Context, tx pgx.Tx, grantee, owner string) (mailroom.Identity, mailroom.Identity, error) {
-	g, err := identityRef(ctx, tx, "grantee", grantee)
-	if err != nil {
-		return g, g, err
-	}
-	o, err := identityRef(ctx, tx, "owner", owner)
-	if err != nil {
-		return g, o, err
-	}
-	if g.ID == o.ID {
-		return g, o, mailroom.Errorf(mailroom.EINVALID, "%s already reads its own inbox", g.Address())
-	}
-	return g, o, nil
-}
-
-// identityRef finds an existing identity by reference: @name, name,
-// AGENT:name or human:login.
-func identityRef(ctx context.Context, tx pgx.Tx, field, ref string) (mailroom.Identity, error) {
-	name, kind, err := mailroom.ParseOwner(ref)
-	if err != nil {
-		return mailroom.Identity{}, mailroom.Errorf(mailroom.EINVALID, "%s: %q is not an identity (use @name or human:login)", field, ref)
-	}
-	id, err := identityByName(ctx, tx, name)
-	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && id.Kind != kind && kind != "") {
-		return mailroom.Identity{}, mailroom.Errorf(mailroom.ENOTFOUND, "%s: unknown identity %s", field, mailroom.Identity{Name: name, Kind: kind}.Address())
-	}
-	return id, err
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

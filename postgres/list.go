@@ -304,34 +304,13 @@ func relatedCandidates(seq string) string {
 		WHERE x.concept_id = c.concept_id ORDER BY x.message_seq DESC LIMIT ` + strconv.Itoa(RelatedScan) + `) r WHERE c.message_seq = ` + seq
 }
 
-// reader returns whose mailbox a reading call reads: the caller's, or with
-// of (an owner name) the owner's, when the caller holds a read grant.
+// reader returns whose mailbox a reading call reads (mailroom.Reader).
 func reader(ctx context.Context, q querier, me mailroom.Identity, of string, kind mailroom.Kind) (mailroom.Identity, error) {
-	if of == "" {
-		return me, nil
-	}
-	shown := mailroom.Identity{Name: of, Kind: kind}
-	if kind == "" {
-		shown.Kind = mailroom.KindAgent
-	}
-	owner, err := identityByName(ctx, q, of)
-	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && kind != "" && owner.Kind != kind) {
-		return mailroom.Identity{}, mailroom.NoReadGrant(shown.Address())
-	} else if err != nil {
-		return mailroom.Identity{}, err
-	}
-	owner.Name = of
-	if owner.ID == me.ID {
-		return me, nil
-	}
-	var granted bool
-	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM read_grant WHERE grantee_id = $1 AND owner_id = $2)`, me.ID, owner.ID).Scan(&granted); err != nil {
-		return mailroom.Identity{}, err
-	}
-	if !granted {
-		return mailroom.Identity{}, mailroom.NoReadGrant(owner.Address())
-	}
-	return owner, nil
+	return mailroom.Reader(me, of, kind, byName(ctx, q), func(owner mailroom.Identity) (bool, error) {
+		var granted bool
+		err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM read_grant WHERE grantee_id = $1 AND owner_id = $2)`, me.ID, owner.ID).Scan(&granted)
+		return granted, err
+	})
 }
 
 // watermark returns the id of the newest message in the caller's inbox.

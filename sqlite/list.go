@@ -280,34 +280,13 @@ func relatedCandidates(cs []string, param func(any) string) string {
 	return strings.Join(parts, " UNION ")
 }
 
-// reader returns whose mailbox a reading call reads: the caller's, or with
-// of (an owner name) the owner's, when the caller holds a read grant.
+// reader returns whose mailbox a reading call reads (mailroom.Reader).
 func reader(ctx context.Context, tx *ptx, me mailroom.Identity, of string, kind mailroom.Kind) (mailroom.Identity, error) {
-	if of == "" {
-		return me, nil
-	}
-	shown := mailroom.Identity{Name: of, Kind: kind}
-	if kind == "" {
-		shown.Kind = mailroom.KindAgent
-	}
-	owner, err := identityByName(ctx, tx, of)
-	if mailroom.ErrorCode(err) == mailroom.ENOTFOUND || (err == nil && kind != "" && owner.Kind != kind) {
-		return mailroom.Identity{}, mailroom.NoReadGrant(shown.Address())
-	} else if err != nil {
-		return mailroom.Identity{}, err
-	}
-	owner.Name = of
-	if owner.ID == me.ID {
-		return me, nil
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM read_grant WHERE grantee_id = ? AND owner_id = ?`, me.ID, owner.ID).Scan(&n); err != nil {
-		return mailroom.Identity{}, err
-	}
-	if n == 0 {
-		return mailroom.Identity{}, mailroom.NoReadGrant(owner.Address())
-	}
-	return owner, nil
+	return mailroom.Reader(me, of, kind, byName(ctx, tx), func(owner mailroom.Identity) (bool, error) {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM read_grant WHERE grantee_id = ? AND owner_id = ?`, me.ID, owner.ID).Scan(&n)
+		return n > 0, err
+	})
 }
 
 // watermark returns the id of the newest message in the caller's inbox.

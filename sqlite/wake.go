@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/mailroom/mailroom"
@@ -38,11 +37,7 @@ func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 	if err != nil {
 		return mailroom.InboxState{}, err
 	}
-	wm := ""
-	if st.Watermark != nil {
-		wm = *st.Watermark
-	}
-	st.Fingerprint = fmt.Sprintf("%d/%d/%s", st.UnreadCount, sum, wm)
+	st.Fingerprint = mailroom.InboxFingerprint(st.UnreadCount, sum, st.Watermark)
 	return st, nil
 }
 
