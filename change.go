@@ -16,9 +16,10 @@ import (
 //
 // Signals coalesce: a subscription holds at most one pending signal, and the
 // Change it carries accumulates until Take. A backend watches its database
-// at most once per process (SQLite polls PRAGMA data_version on one
-// connection while anyone is subscribed; PostgreSQL can LISTEN on one
-// connection) and fans out in-process through a ChangeHub.
+// at most once per process, only while anyone is subscribed (SQLite waits
+// for file events on the database and confirms them with PRAGMA
+// data_version on one connection; PostgreSQL LISTENs on one connection) and
+// fans out in-process through a ChangeHub.
 type ChangeSignal interface {
 	// Subscribe returns a new subscription, signalled for commits that
 	// follow the call. The caller must Close it.
@@ -123,13 +124,16 @@ type ChangeHub struct {
 	mu     sync.Mutex
 	subs   map[*Subscription]struct{}
 	active chan struct{} // closed while there is at least one subscriber
+	idle   chan struct{} // closed while there is none
 }
 
 var _ ChangeSignal = (*ChangeHub)(nil)
 
 // NewChangeHub returns a hub with no subscribers.
 func NewChangeHub() *ChangeHub {
-	return &ChangeHub{subs: map[*Subscription]struct{}{}, active: make(chan struct{})}
+	idle := make(chan struct{})
+	close(idle)
+	return &ChangeHub{subs: map[*Subscription]struct{}{}, active: make(chan struct{}), idle: idle}
 }
 
 // Subscribe returns a new subscription.
@@ -139,6 +143,7 @@ func (h *ChangeHub) Subscribe() *Subscription {
 	h.subs[s] = struct{}{}
 	if len(h.subs) == 1 {
 		close(h.active)
+		h.idle = make(chan struct{})
 	}
 	h.mu.Unlock()
 	return s
@@ -153,6 +158,7 @@ func (h *ChangeHub) remove(s *Subscription) {
 	delete(h.subs, s)
 	if len(h.subs) == 0 {
 		h.active = make(chan struct{})
+		close(h.idle)
 	}
 }
 
@@ -175,6 +181,14 @@ func (h *ChangeHub) Active() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.active
+}
+
+// Idle returns a channel that is closed once the hub has no subscriber, so
+// a watcher can stop watching at once.
+func (h *ChangeHub) Idle() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.idle
 }
 
 // Len returns the number of subscribers (tests use it to prove that

@@ -12,8 +12,15 @@ func TestChangeHubCoalescesAndMerges(t *testing.T) {
 		t.Fatal("a hub without subscribers is active")
 	default:
 	}
+	<-h.Idle() // closed while nobody subscribes
 	s := h.Subscribe()
 	<-h.Active() // closed now
+	idle := h.Idle()
+	select {
+	case <-idle:
+		t.Fatal("a hub with a subscriber is idle")
+	default:
+	}
 	h.Publish(Change{Identities: []int64{1}})
 	h.Publish(Change{Identities: []int64{2, 1}, Roles: []string{"triage"}})
 	<-s.C()
@@ -45,6 +52,7 @@ func TestChangeHubCoalescesAndMerges(t *testing.T) {
 		t.Fatal("hub still active after its last subscriber left")
 	default:
 	}
+	<-idle // the channel taken while subscribed closes when the last one leaves
 }
 
 func TestChangeMergeCapsTheTouchedSet(t *testing.T) {

@@ -6,18 +6,38 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"path/filepath"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/mailroom/mailroom"
 )
 
-// DefaultChangePoll is how often the watcher asks SQLite whether another
-// connection committed, while anyone is subscribed.
-const DefaultChangePoll = 10 * time.Millisecond
+// Change watcher timing.
+const (
+	// DefaultChangePoll is how often the watcher asks SQLite whether
+	// another connection committed when the file system reports no events
+	// (Options.NoFileEvents, or a file watch could not be made).
+	DefaultChangePoll = 25 * time.Millisecond
+	// changeBackstop is how often the watcher checks while it waits for file
+	// events anyway, so that a lost event (a queue overflow) costs at most
+	// this much latency.
+	changeBackstop = time.Second
+	// A file event comes with the first page a commit writes, before the
+	// commit is visible (the writer still syncs and publishes it in shared
+	// memory, which makes no event). So after an event the watcher checks
+	// again and again, 1 ms after it and then at doubling steps up to
+	// changeStep apart, until changeHot after the last event.
+	changeFirst = time.Millisecond
+	changeStep  = 10 * time.Millisecond
+	changeHot   = 200 * time.Millisecond
+)
 
 // Subscribe returns a subscription to the store's change signal: it is
 // signalled after commits by this store at once, and after commits by any
-// other connection or process sharing the file within one poll interval.
+// other connection or process sharing the file within milliseconds (one
+// poll interval when there are no file events).
 func (s *Store) Subscribe() *mailroom.Subscription { return s.changes.Subscribe() }
 
 // Changes returns the store's in-process hub (tests count its subscribers).
@@ -25,83 +45,117 @@ func (s *Store) Changes() *mailroom.ChangeHub { return s.changes }
 
 // watch is the store's one watcher. SQLite has no cross-process
 // notification, but PRAGMA data_version, asked on one connection, changes
-// whenever any other connection commits: one pragma per interval answers
-// for the whole process, however many subscribers it has. It runs only
-// while someone is subscribed, so an unwatched store costs nothing.
+// whenever any other connection commits, so one check answers for the
+// whole process, however many subscribers it has. The watcher checks when
+// the file system reports a write to the database or its -wal or -journal
+// file (every commit writes one of them with write(2); fsnotify: inotify,
+// kqueue, ReadDirectoryChangesW) and for a short while after (see
+// changeHot), and once a second in case an event was lost; where no file
+// watch can be made it polls every poll interval. It
+// runs only while someone is subscribed, so an unwatched store costs
+// nothing, and an idle watched one is a goroutine blocked on a channel.
 //
 // Hand-written because SQLite offers nothing else that crosses processes:
-// sqlite3_update_hook and commit hooks see only their own connection, and
-// file-change notification (inotify on the -wal file) misses checkpoints
-// and is not portable.
-func (s *Store) watch(ctx context.Context, db *sql.DB, every time.Duration) {
+// sqlite3_update_hook and commit hooks see only their own connection. File
+// events alone are not enough (a checkpoint writes without a commit, and
+// events can be lost), so they only say when to ask data_version, and
+// polling data_version alone cost 1.3% of a core just to wake every 10 ms on
+// this project's shared machine.
+func (s *Store) watch(ctx context.Context, db *sql.DB, poll time.Duration) {
 	defer close(s.watchDone)
-	var conn *sql.Conn
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	var last, lastSeq int64
-	t := time.NewTimer(every)
-	defer t.Stop()
 	for {
-		active := s.changes.Active()
-		select {
-		case <-active:
-		default:
-			// Idle: nobody to tell. Forget the baseline, so the next
-			// subscriber starts from a fresh one.
-			if conn != nil {
-				conn.Close()
-				conn = nil
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-active:
-			}
-		}
-		if conn == nil {
-			c, err := db.Conn(ctx)
-			if err != nil {
-				s.log.Warn("change watcher: connect", "err", err)
-				if !sleep(ctx, time.Second) {
-					return
-				}
-				continue
-			}
-			conn = c
-			if lastSeq, err = maxChangeSeq(ctx, conn); err == nil {
-				last, err = dataVersion(ctx, conn)
-			}
-			if err != nil {
-				s.log.Warn("change watcher: data_version", "err", err)
-				conn.Close()
-				conn = nil
-				continue
-			}
-			// A commit between a Subscribe and this baseline would go
-			// unseen: signal once instead (a spurious signal costs a
-			// re-read; a missed one loses a wake-up).
-			s.changes.Publish(mailroom.Change{All: true})
-		}
-		t.Reset(every)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.changes.Active():
 		}
-		v, err := dataVersion(ctx, conn)
-		if err != nil {
-			if ctx.Err() != nil {
+		if err := s.watchActive(ctx, db, poll); err != nil && ctx.Err() == nil {
+			s.log.Warn("change watcher", "err", err)
+			// Whatever happened meanwhile is unknown: say so, then retry.
+			s.changes.Publish(mailroom.Change{All: true})
+			if !sleep(ctx, time.Second) {
 				return
 			}
-			s.log.Warn("change watcher: data_version", "err", err)
-			conn.Close()
-			conn = nil
-			// Whatever happened meanwhile is unknown: say so.
-			s.changes.Publish(mailroom.Change{All: true})
-			continue
+		}
+	}
+}
+
+// watchActive watches until nobody is subscribed, ctx ends or the watch
+// connection fails.
+func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration) error {
+	idle := s.changes.Idle()
+	s.watching.Store(true)
+	defer s.watching.Store(false)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// The version query is prepared once: a check runs it, rarely more.
+	// Idle state (the baseline) is forgotten on return, so the next
+	// subscriber starts from a fresh one.
+	version, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
+	if err != nil {
+		return err
+	}
+	defer version.Close()
+	lastSeq, err := maxChangeSeq(ctx, conn)
+	if err != nil {
+		return err
+	}
+	var last int64
+	if err := version.QueryRowContext(ctx).Scan(&last); err != nil {
+		return err
+	}
+	var events *fsnotify.Watcher
+	var ours func(fsnotify.Event) bool
+	if !s.noFileEvents {
+		if events, ours, err = fileEvents(s.path); err != nil {
+			s.log.Warn("change watcher: no file events, polling", "every", poll, "err", err)
+			events = nil
+		}
+	}
+	var evC <-chan fsnotify.Event
+	var errC <-chan error
+	every := poll
+	if events != nil {
+		defer events.Close()
+		evC, errC, every = events.Events, events.Errors, changeBackstop
+	}
+	// A commit between a Subscribe and this baseline would go unseen:
+	// signal once instead (a spurious signal costs a re-read; a missed one
+	// loses a wake-up).
+	s.changes.Publish(mailroom.Change{All: true})
+	t := time.NewTimer(every)
+	defer t.Stop()
+	var hotUntil time.Time // a write may become visible until then
+	step := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-idle:
+			return nil
+		case <-t.C:
+		case ev := <-evC:
+			if !ours(ev) {
+				continue
+			}
+			hotUntil = time.Now().Add(changeHot)
+			if step > 0 {
+				continue // a check is already due within changeStep
+			}
+			step = changeFirst
+		case err := <-errC:
+			// An overflow loses events: act as for one.
+			s.log.Warn("change watcher: file events", "err", err)
+			hotUntil = time.Now().Add(changeHot)
+			step = max(step, changeFirst)
+		}
+		s.watchChecks.Add(1)
+		var v int64
+		if err := version.QueryRowContext(ctx).Scan(&v); err != nil {
+			return err
 		}
 		if v != last {
 			last = v
@@ -111,13 +165,36 @@ func (s *Store) watch(ctx context.Context, db *sql.DB, every time.Duration) {
 			}
 			s.publish(c)
 		}
+		if events != nil && time.Now().Before(hotUntil) {
+			t.Reset(step)
+			step = min(2*step, changeStep)
+			continue
+		}
+		step = 0
+		t.Reset(every)
 	}
 }
 
-func dataVersion(ctx context.Context, conn *sql.Conn) (int64, error) {
-	var v int64
-	err := conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
-	return v, err
+// fileEvents watches the directory of the database file (its -wal and
+// -journal files come and go, a directory watch sees them all), resolving
+// symbolic links as SQLite does; ours tells the database's events from
+// those of its neighbours.
+func fileEvents(path string) (w *fsnotify.Watcher, ours func(fsnotify.Event) bool, err error) {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if w, err = fsnotify.NewWatcher(); err != nil {
+		return nil, nil, err
+	}
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	base := filepath.Base(path)
+	return w, func(ev fsnotify.Event) bool {
+		name := filepath.Base(ev.Name)
+		return name == base || name == base+"-wal" || name == base+"-journal"
+	}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -60,9 +60,19 @@ func waitSignal(t *testing.T, sub *mailroom.Subscription, what string) {
 	}
 }
 
+// watchModes are the change watcher's two ways to learn of a commit: file
+// events (the default) and polling (where the file system reports none).
+var watchModes = map[string]sqlite.Options{"events": {}, "poll": {NoFileEvents: true}}
+
 func TestChangeSignalCrossesProcesses(t *testing.T) {
+	for mode, opts := range watchModes {
+		t.Run(mode, func(t *testing.T) { testCrossesProcesses(t, opts) })
+	}
+}
+
+func testCrossesProcesses(t *testing.T, opts sqlite.Options) {
 	path := filepath.Join(t.TempDir(), "m.db")
-	s := open(t, path, sqlite.Options{})
+	s := open(t, path, opts)
 	sub := s.Subscribe()
 	defer sub.Close()
 	waitSignal(t, sub, "the watcher took its baseline")
@@ -83,8 +93,14 @@ func TestChangeSignalCrossesProcesses(t *testing.T) {
 }
 
 func TestChangeSignalCrossesStoreInstances(t *testing.T) {
+	for mode, opts := range watchModes {
+		t.Run(mode, func(t *testing.T) { testCrossesStoreInstances(t, opts) })
+	}
+}
+
+func testCrossesStoreInstances(t *testing.T, opts sqlite.Options) {
 	path := filepath.Join(t.TempDir(), "m.db")
-	a := open(t, path, sqlite.Options{})
+	a := open(t, path, opts)
 	b := open(t, path, sqlite.Options{})
 	ctx := context.Background()
 	alice, err := b.EnsureAgent(ctx, "alice")
@@ -124,8 +140,14 @@ func TestChangeSignalCrossesStoreInstances(t *testing.T) {
 // A raw write on another connection, outside the store, still signals: the
 // watcher trusts SQLite's data_version, not the store's own bookkeeping.
 func TestChangeSignalSeesForeignConnections(t *testing.T) {
+	for mode, opts := range watchModes {
+		t.Run(mode, func(t *testing.T) { testSeesForeignConnections(t, opts) })
+	}
+}
+
+func testSeesForeignConnections(t *testing.T, opts sqlite.Options) {
 	path := filepath.Join(t.TempDir(), "m.db")
-	s := open(t, path, sqlite.Options{})
+	s := open(t, path, opts)
 	sub := s.Subscribe()
 	defer sub.Close()
 	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
@@ -140,29 +162,59 @@ func TestChangeSignalSeesForeignConnections(t *testing.T) {
 	waitSignal(t, sub, "a commit on a foreign connection")
 }
 
-// The watcher polls only while someone is subscribed. When it starts it
+// The watcher runs only while someone is subscribed. When it starts it
 // signals once (a commit just before its baseline must not go unseen);
-// after that, with no writes, it never signals.
+// after that, with no writes, it never signals. Polling, it checks every
+// interval; on file events it does not check at all while nothing is
+// written (but for its once-a-second backstop).
 func TestChangeSignalQuietWhileIdle(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.db")
-	s := open(t, path, sqlite.Options{ChangePoll: time.Millisecond})
-	sub := s.Subscribe()
-	defer sub.Close()
-	waitSignal(t, sub, "the watcher took its baseline")
-	sub.Take()
-	// 50 poll intervals with nothing committed. A timer here is the
-	// thing under test (the watcher's polling), not a wait for an event.
-	select {
-	case <-sub.C():
-		t.Fatal("signalled with nothing committed")
-	case <-time.After(50 * time.Millisecond):
-	}
-	if n := s.Changes().Len(); n != 1 {
-		t.Fatalf("subscribers = %d, want 1", n)
+	for mode, opts := range watchModes {
+		t.Run(mode, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.db")
+			opts.ChangePoll = time.Millisecond
+			s := open(t, path, opts)
+			sub := s.Subscribe()
+			defer sub.Close()
+			waitSignal(t, sub, "the watcher took its baseline")
+			sub.Take()
+			before := sqlite.WatchChecks(s)
+			// 50 poll intervals with nothing committed. A timer here is
+			// the thing under test (the watcher's pace), not a wait for an
+			// event.
+			select {
+			case <-sub.C():
+				t.Fatal("signalled with nothing committed")
+			case <-time.After(50 * time.Millisecond):
+			}
+			checks := sqlite.WatchChecks(s) - before
+			if opts.NoFileEvents && checks < 5 {
+				t.Fatalf("polling: %d checks in 50 ms at 1 ms", checks)
+			}
+			if !opts.NoFileEvents && checks > 1 {
+				t.Fatalf("on file events: %d checks in 50 ms with nothing written", checks)
+			}
+			if n := s.Changes().Len(); n != 1 {
+				t.Fatalf("subscribers = %d, want 1", n)
+			}
+			// Once nobody is subscribed the watcher stops checking.
+			sub.Close()
+			for i := 0; sqlite.Watching(s); i++ {
+				if i == 1000 {
+					t.Fatal("the watcher still watches a second after the last subscriber left")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			stopped := sqlite.WatchChecks(s)
+			time.Sleep(20 * time.Millisecond)
+			if n := sqlite.WatchChecks(s) - stopped; n != 0 {
+				t.Fatalf("%d checks after the last subscriber left", n)
+			}
+		})
 	}
 }
 
-// BenchmarkDataVersionPoll is the watcher's whole idle cost per interval.
+// BenchmarkDataVersionPoll is the query a change check runs (without the
+// cost of waking up to run it, which dominates on a loaded machine).
 func BenchmarkDataVersionPoll(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "m.db")
 	open(b, path, sqlite.Options{})

@@ -30,3 +30,10 @@ func VacuumInto(ctx context.Context, s *Store, path string) error {
 
 // SetStatsFloor sets the message count from which refreshStats measures.
 func SetStatsFloor(s *Store, n int64) { s.statsFloor = n }
+
+// WatchChecks returns how many data_version checks the change watcher made.
+func WatchChecks(s *Store) int64 { return s.watchChecks.Load() }
+
+// Watching reports whether the change watcher is watching (holds its
+// connection and file watch).
+func Watching(s *Store) bool { return s.watching.Load() }

@@ -39,8 +39,12 @@ type Options struct {
 	// Hooks are seams for tests; nil in production.
 	Hooks *Hooks
 	// ChangePoll is how often the change watcher polls while someone is
-	// subscribed (DefaultChangePoll when 0).
+	// subscribed and no file events arrive (DefaultChangePoll when 0).
 	ChangePoll time.Duration
+	// NoFileEvents makes the change watcher poll every ChangePoll instead
+	// of waiting for file events (for a file system that does not report
+	// writes by other processes, and for tests of the fallback).
+	NoFileEvents bool
 	// Terms, when set, returns the concept terms a message contributed to
 	// the document frequencies (concepts.Terms), so that a retraction can
 	// take them back; without it the frequencies keep them.
@@ -93,12 +97,15 @@ type Store struct {
 	// statsFloor is defaultStatsFloor; tests lower it.
 	statsFloor int64
 
-	changes    *mailroom.ChangeHub
-	origin     string  // this instance in the change log
-	logChanges bool    // the change log exists (after migrations)
-	watchDB    *sql.DB // the change watcher's own connection; nil for :memory:
-	stopWatch  context.CancelFunc
-	watchDone  chan struct{}
+	changes      *mailroom.ChangeHub
+	origin       string  // this instance in the change log
+	logChanges   bool    // the change log exists (after migrations)
+	watchDB      *sql.DB // the change watcher's own connection; nil for :memory:
+	stopWatch    context.CancelFunc
+	noFileEvents bool
+	watchChecks  atomic.Int64 // data_version checks (tests count them)
+	watching     atomic.Bool  // the watcher holds its connection (tests)
+	watchDone    chan struct{}
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -127,6 +134,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.hooks = *opts.Hooks
 	}
 	s.terms = opts.Terms
+	s.noFileEvents = opts.NoFileEvents
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
