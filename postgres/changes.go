@@ -32,6 +32,9 @@ const maxPayloadEntries = 200
 
 // notify queues a change notification in tx; it is sent if tx commits.
 func (s *Store) notify(ctx context.Context, tx pgx.Tx, c mailroom.Change) error {
+	if !c.All && len(c.Identities)+len(c.Roles) == 0 {
+		return nil // no inbox changed: nobody to wake
+	}
 	_, err := tx.Exec(ctx, notifySQL, s.channel, s.payload(c))
 	return err
 }
@@ -47,6 +50,30 @@ func (s *Store) payload(c mailroom.Change) string {
 	}
 	b, _ := json.Marshal(p)
 	return string(b)
+}
+
+// deliveriesChange is whose inboxes the deliveries of messages seqs are in:
+// a recipient mailbox is an identity's or a role's (one id space).
+func deliveriesChange(ctx context.Context, tx pgx.Tx, seqs []int64) (mailroom.Change, error) {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT d.recipient, r.name FROM delivery d LEFT JOIN role r ON r.mailbox_id = d.recipient WHERE d.message_seq = ANY($1)`, seqs)
+	if err != nil {
+		return mailroom.Change{}, err
+	}
+	defer rows.Close()
+	var c mailroom.Change
+	for rows.Next() {
+		var mailbox int64
+		var role *string
+		if err := rows.Scan(&mailbox, &role); err != nil {
+			return mailroom.Change{}, err
+		}
+		if role != nil {
+			c.Roles = append(c.Roles, *role)
+		} else {
+			c.Identities = append(c.Identities, mailbox)
+		}
+	}
+	return c, rows.Err()
 }
 
 // Subscribe returns a subscription to the store's change signal: it is

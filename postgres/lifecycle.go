@@ -111,6 +111,11 @@ func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.Retract
 		if retracted {
 			return nil
 		}
+		// Every recipient's view of the message changes.
+		touched, err := deliveriesChange(ctx, tx, []int64{t.seq})
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `UPDATE message SET subject = '', body = '', retracted = true WHERE seq = $1`, t.seq); err != nil {
 			return err
 		}
@@ -140,7 +145,7 @@ func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.Retract
 				return err
 			}
 		}
-		return s.notify(ctx, tx, mailroom.Change{All: true})
+		return s.notify(ctx, tx, touched)
 	})
 	if err != nil {
 		return mailroom.RetractReceipt{}, err
@@ -270,6 +275,11 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 			if err != nil {
 				return err
 			}
+			// The mailboxes that lose a delivery change.
+			touched, err := deliveriesChange(ctx, tx, seqs)
+			if err != nil {
+				return err
+			}
 			tag, err := tx.Exec(ctx, `DELETE FROM delivery WHERE message_seq = ANY($1)`, seqs)
 			if err != nil {
 				return err
@@ -300,7 +310,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 				AND NOT EXISTS (SELECT 1 FROM message m WHERE m.thread_id = thread.id)`, threads); err != nil {
 				return err
 			}
-			return s.notify(ctx, tx, mailroom.Change{All: true})
+			return s.notify(ctx, tx, touched)
 		})
 		if err != nil {
 			return rep, err

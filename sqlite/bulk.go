@@ -37,6 +37,7 @@ func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 			if err != nil {
 				return err
 			}
+			tx.touchPlan(p)
 			return sendBulk(ctx, tx, me, d, p, k)
 		})
 		if err != nil {

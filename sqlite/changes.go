@@ -37,8 +37,25 @@ const (
 // Subscribe returns a subscription to the store's change signal: it is
 // signalled after commits by this store at once, and after commits by any
 // other connection or process sharing the file within milliseconds (one
-// poll interval when there are no file events).
-func (s *Store) Subscribe() *mailroom.Subscription { return s.changes.Subscribe() }
+// poll interval when there are no file events). The first subscriber waits
+// (a few milliseconds; at most a few seconds) for the watcher's baseline,
+// so that every commit after Subscribe returns is seen.
+func (s *Store) Subscribe() *mailroom.Subscription {
+	s.readyMu.Lock()
+	sub := s.changes.Subscribe()
+	ready := s.ready
+	s.readyMu.Unlock()
+	if ready != nil {
+		t := time.NewTimer(5 * time.Second)
+		defer t.Stop()
+		select {
+		case <-ready:
+		case <-t.C:
+			// The watcher is failing; it signals everyone once it is back.
+		}
+	}
+	return sub
+}
 
 // Changes returns the store's in-process hub (tests count its subscribers).
 func (s *Store) Changes() *mailroom.ChangeHub { return s.changes }
@@ -63,13 +80,16 @@ func (s *Store) Changes() *mailroom.ChangeHub { return s.changes }
 // this project's shared machine.
 func (s *Store) watch(ctx context.Context, db *sql.DB, poll time.Duration) {
 	defer close(s.watchDone)
+	defer s.watchReady() // a closed store keeps no subscriber waiting
+	failed := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.changes.Active():
 		}
-		if err := s.watchActive(ctx, db, poll); err != nil && ctx.Err() == nil {
+		err := s.watchActive(ctx, db, poll, failed)
+		if failed = err != nil && ctx.Err() == nil; failed {
 			s.log.Warn("change watcher", "err", err)
 			// Whatever happened meanwhile is unknown: say so, then retry.
 			s.changes.Publish(mailroom.Change{All: true})
@@ -80,10 +100,36 @@ func (s *Store) watch(ctx context.Context, db *sql.DB, poll time.Duration) {
 	}
 }
 
+// watchReady tells subscribers waiting in Subscribe that the watcher has
+// its baseline.
+func (s *Store) watchReady() {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	if s.ready != nil {
+		close(s.ready)
+		s.ready = nil
+	}
+}
+
+// watchStop reports whether the watcher may stop (nobody is subscribed),
+// and if so makes the next subscriber wait for the next baseline; under
+// readyMu, so that no Subscribe falls between.
+func (s *Store) watchStop() bool {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	if s.changes.Len() > 0 {
+		return false
+	}
+	if s.ready == nil {
+		s.ready = make(chan struct{})
+	}
+	return true
+}
+
 // watchActive watches until nobody is subscribed, ctx ends or the watch
-// connection fails.
-func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration) error {
-	idle := s.changes.Idle()
+// connection fails. After a failure (retry), commits may have gone unseen
+// since: it signals everyone once it has its baseline again.
+func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration, retry bool) error {
 	s.watching.Store(true)
 	defer s.watching.Store(false)
 	conn, err := db.Conn(ctx)
@@ -104,6 +150,7 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration)
 		return err
 	}
 	var last int64
+	lastCP := s.checkpoints.Load()
 	if err := version.QueryRowContext(ctx).Scan(&last); err != nil {
 		return err
 	}
@@ -122,10 +169,11 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration)
 		defer events.Close()
 		evC, errC, every = events.Events, events.Errors, changeBackstop
 	}
-	// A commit between a Subscribe and this baseline would go unseen:
-	// signal once instead (a spurious signal costs a re-read; a missed one
-	// loses a wake-up).
-	s.changes.Publish(mailroom.Change{All: true})
+	s.watchReady()
+	if retry {
+		s.changes.Publish(mailroom.Change{All: true})
+	}
+	idle := s.changes.Idle()
 	t := time.NewTimer(every)
 	defer t.Stop()
 	var hotUntil time.Time // a write may become visible until then
@@ -135,7 +183,11 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration)
 		case <-ctx.Done():
 			return nil
 		case <-idle:
-			return nil
+			if s.watchStop() {
+				return nil
+			}
+			idle = s.changes.Idle()
+			continue
 		case <-t.C:
 		case ev := <-evC:
 			if !ours(ev) {
@@ -159,7 +211,13 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration)
 		}
 		if v != last {
 			last = v
-			c, err := s.foreignChanges(ctx, conn, &lastSeq)
+			// This process's own checkpoint explains one change without
+			// a change-log row.
+			cp := s.checkpoints.Load()
+			c, used, err := s.foreignChanges(ctx, conn, &lastSeq, cp != lastCP)
+			if used {
+				lastCP = cp
+			}
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("change watcher: change log", "err", err)
 			}
@@ -226,6 +284,55 @@ func (t *ptx) touch(ids []int64, roles []string) {
 	t.change.Merge(mailroom.Change{Identities: ids, Roles: roles})
 }
 
+// touchPlan declares the inboxes a send of p delivers to.
+func (t *ptx) touchPlan(p sendPlan) {
+	ids := make([]int64, 0, len(p.direct))
+	for _, r := range p.direct {
+		ids = append(ids, r.id)
+	}
+	t.touch(ids, p.roles)
+	if p.broadcast {
+		t.touchAll()
+	}
+}
+
+// touchDelivery declares the inbox a delivery is in: the caller's, and
+// with a role delivery the role's.
+func touchDelivery(ctx context.Context, tx *ptx, me mailroom.Identity, delivery int64) error {
+	tx.touch([]int64{me.ID}, nil)
+	return touchRecipients(ctx, tx, `SELECT recipient_id, role FROM delivery WHERE id = ?`, delivery)
+}
+
+// touchRecipients declares the inboxes of the deliveries query returns as
+// (recipient_id, role) rows: one of the two is set.
+func touchRecipients(ctx context.Context, tx *ptx, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var ids []int64
+	var roles []string
+	for rows.Next() {
+		var id sql.NullInt64
+		var role sql.NullString
+		if err := rows.Scan(&id, &role); err != nil {
+			return err
+		}
+		if id.Valid {
+			ids = append(ids, id.Int64)
+		}
+		if role.Valid {
+			roles = append(roles, role.String)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	tx.touch(ids, roles)
+	return nil
+}
+
 // touchAll declares that any inbox may change (a broadcast).
 func (t *ptx) touchAll() { t.declared = true; t.change.Merge(mailroom.Change{All: true}) }
 
@@ -271,12 +378,13 @@ func (s *Store) publish(c mailroom.Change) {
 
 // foreignChanges reads the change log after seq *last and returns what
 // other store instances' commits touched. A version bump with no new row
-// (a writer that keeps no log) or a gap (rows pruned before this watcher
-// read them) is All.
-func (s *Store) foreignChanges(ctx context.Context, conn *sql.Conn, last *int64) (mailroom.Change, error) {
+// (a writer that keeps no log, or another process's checkpoint) is All,
+// unless checkpointed says this process checkpointed meanwhile; so is a gap
+// (rows pruned before this watcher read them).
+func (s *Store) foreignChanges(ctx context.Context, conn *sql.Conn, last *int64, checkpointed bool) (_ mailroom.Change, usedCheckpoint bool, _ error) {
 	rows, err := conn.QueryContext(ctx, `SELECT seq, origin, all_inboxes, identities, roles FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1000`, *last)
 	if err != nil {
-		return mailroom.Change{All: true}, err
+		return mailroom.Change{All: true}, false, err
 	}
 	defer rows.Close()
 	var c mailroom.Change
@@ -291,7 +399,7 @@ func (s *Store) foreignChanges(ctx context.Context, conn *sql.Conn, last *int64)
 			rolesList []string
 		)
 		if err := rows.Scan(&seq, &origin, &all, &ids, &rls); err != nil {
-			return mailroom.Change{All: true}, err
+			return mailroom.Change{All: true}, false, err
 		}
 		if n == 0 && seq != *last+1 && *last != 0 {
 			c.Merge(mailroom.Change{All: true})
@@ -306,15 +414,18 @@ func (s *Store) foreignChanges(ctx context.Context, conn *sql.Conn, last *int64)
 		c.Merge(mailroom.Change{All: all, Identities: idl, Roles: rolesList})
 	}
 	if err := rows.Err(); err != nil {
-		return mailroom.Change{All: true}, err
+		return mailroom.Change{All: true}, false, err
 	}
 	if n == 0 {
-		return mailroom.Change{All: true}, nil
+		if checkpointed {
+			return mailroom.Change{}, true, nil
+		}
+		return mailroom.Change{All: true}, false, nil
 	}
 	if n == 1000 {
 		c.Merge(mailroom.Change{All: true}) // far behind: more than it read
 	}
-	return c, nil
+	return c, false, nil
 }
 
 func maxChangeSeq(ctx context.Context, conn *sql.Conn) (int64, error) {

@@ -75,8 +75,6 @@ func testCrossesProcesses(t *testing.T, opts sqlite.Options) {
 	s := open(t, path, opts)
 	sub := s.Subscribe()
 	defer sub.Close()
-	waitSignal(t, sub, "the watcher took its baseline")
-	sub.Take()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "MAILROOM_TEST_SEND="+path)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -111,10 +109,8 @@ func testCrossesStoreInstances(t *testing.T, opts sqlite.Options) {
 	defer sub.Close()
 	d, _ := mailroom.SendInput{To: []string{"@me"}, Subject: "s", Body: "b"}.Draft(0)
 	d.OriginSessionID = "SESSION:x"
-	// The watcher's first signal says it took its baseline; only b's send
-	// may satisfy the wait after it.
-	waitSignal(t, sub, "the watcher took its baseline")
-	sub.Take()
+	// Subscribe returned with the watcher's baseline taken: only b's send
+	// may signal.
 	if _, err := b.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
 		t.Fatal(err)
 	}
@@ -155,16 +151,15 @@ func testSeesForeignConnections(t *testing.T, opts sqlite.Options) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	waitSignal(t, sub, "the watcher took its baseline")
 	if _, err := raw.Exec(`INSERT INTO identity (name, kind, created_at) VALUES ('zed', 'agent', '2026-01-01T00:00:00.000000Z')`); err != nil {
 		t.Fatal(err)
 	}
 	waitSignal(t, sub, "a commit on a foreign connection")
 }
 
-// The watcher runs only while someone is subscribed. When it starts it
-// signals once (a commit just before its baseline must not go unseen);
-// after that, with no writes, it never signals. Polling, it checks every
+// The watcher runs only while someone is subscribed, and Subscribe returns
+// once it has its baseline; with no writes, it never signals. Polling, it
+// checks every
 // interval; on file events it does not check at all while nothing is
 // written (but for its once-a-second backstop).
 func TestChangeSignalQuietWhileIdle(t *testing.T) {
@@ -175,8 +170,9 @@ func TestChangeSignalQuietWhileIdle(t *testing.T) {
 			s := open(t, path, opts)
 			sub := s.Subscribe()
 			defer sub.Close()
-			waitSignal(t, sub, "the watcher took its baseline")
-			sub.Take()
+			if !sqlite.Watching(s) {
+				t.Fatal("Subscribe returned before the watcher started")
+			}
 			before := sqlite.WatchChecks(s)
 			// 50 poll intervals with nothing committed. A timer here is
 			// the thing under test (the watcher's pace), not a wait for an

@@ -79,6 +79,7 @@ func (s *Store) GrantRole(ctx context.Context, name, role string) error {
 		if err != nil {
 			return err
 		}
+		tx.touch([]int64{id.ID}, nil) // the role's mail joins its inbox
 		if _, err := tx.ExecContext(ctx, `INSERT INTO role (name) VALUES (?) ON CONFLICT DO NOTHING`, role); err != nil {
 			return err
 		}
@@ -194,6 +195,7 @@ func (s *Store) RevokeRole(ctx context.Context, name, role string) error {
 		if err != nil {
 			return err
 		}
+		tx.touch([]int64{id.ID}, nil) // the role's mail leaves its inbox
 		res, err := tx.ExecContext(ctx, `DELETE FROM role_grant WHERE identity_id = ? AND role = ?`, id.ID, role)
 		if err != nil {
 			return err

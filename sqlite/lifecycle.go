@@ -27,7 +27,8 @@ func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.Unre
 }
 
 // recipientWrite runs update (one parameter: the delivery id) on the
-// caller's own delivery of messageID.
+// caller's own delivery of messageID: the caller's inbox changes, and with
+// a role delivery (whose state the role's holders share) the role's.
 func (s *Store) recipientWrite(ctx context.Context, messageID, update string) error {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -40,6 +41,9 @@ func (s *Store) recipientWrite(ctx context.Context, messageID, update string) er
 		}
 		t, err := resolveRecipient(ctx, tx, me, jsonStrings(roles), messageID)
 		if err != nil {
+			return err
+		}
+		if err := touchDelivery(ctx, tx, me, t.delivery); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, update, t.delivery)
@@ -63,6 +67,8 @@ func (s *Store) Delete(ctx context.Context, messageID string) (mailroom.DeleteRe
 		if err != nil {
 			return err
 		}
+		// Only the caller's mailbox changes, whatever the route.
+		tx.touch([]int64{me.ID}, nil)
 		// The personal delivery goes; a role delivery is the other
 		// holders' too, so the caller's tombstone hides it from them alone.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM delivery WHERE message_seq = ? AND recipient_id = ?`, t.seq, me.ID); err != nil {
@@ -103,9 +109,14 @@ func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.Retract
 			return err
 		}
 		if retracted {
+			tx.touchNone()
 			return nil
 		}
 		scrubbed = true
+		// Every recipient's view of the message changes.
+		if err := touchRecipients(ctx, tx, `SELECT recipient_id, role FROM delivery WHERE message_seq = ?`, t.seq); err != nil {
+			return err
+		}
 		// External-content FTS5 forgets a row only when told its old text.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)`, t.seq, subject, body); err != nil {
 			return err
@@ -161,6 +172,9 @@ func (s *Store) checkpoint(ctx context.Context) {
 		return
 	}
 	var busy, logFrames, done int
+	// A truncating checkpoint changes data_version without a commit; the
+	// watcher must not take it for a write that keeps no change log.
+	s.checkpoints.Add(1)
 	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
 	if err != nil || busy != 0 {
 		s.log.Warn("WAL checkpoint after scrubbing did not complete; the next one will", "err", err, "busy", busy)
@@ -308,6 +322,10 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 			n = len(seqs)
 			batch := "[" + strings.Join(seqs, ",") + "]"
 			in := ` IN (SELECT value FROM json_each(?1))`
+			// The mailboxes that lose a delivery change.
+			if err := touchRecipients(ctx, tx, `SELECT DISTINCT recipient_id, role FROM delivery WHERE message_seq`+in, batch); err != nil {
+				return err
+			}
 			threads, err := strings1(ctx, tx, `SELECT DISTINCT thread_id FROM message WHERE seq`+in, batch)
 			if err != nil {
 				return err
@@ -369,6 +387,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 	}
 	if rep.Messages > 0 {
 		err := s.write(ctx, func(tx *ptx) error {
+			tx.touchNone() // the index's layout, no mailbox
 			_, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts) VALUES ('optimize')`)
 			return err
 		})
@@ -383,6 +402,8 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 // GrantReadInbox lets grantee read owner's inbox.
 func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error {
 	return s.write(ctx, func(tx *ptx) error {
+		// A grant changes what the grantee may read, no one's mailbox.
+		tx.touchNone()
 		g, o, err := mailroom.GrantPair(grantee, owner, byName(ctx, tx))
 		if err != nil {
 			return err
@@ -396,6 +417,7 @@ func (s *Store) GrantReadInbox(ctx context.Context, grantee, owner string) error
 func (s *Store) RevokeReadInbox(ctx context.Context, grantee, owner string) (bool, error) {
 	found := false
 	err := s.write(ctx, func(tx *ptx) error {
+		tx.touchNone()
 		g, o, err := mailroom.GrantPair(grantee, owner, byName(ctx, tx))
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,7 +106,12 @@ type Store struct {
 	noFileEvents bool
 	watchChecks  atomic.Int64 // data_version checks (tests count them)
 	watching     atomic.Bool  // the watcher holds its connection (tests)
-	watchDone    chan struct{}
+	checkpoints  atomic.Int64 // truncating checkpoints started (see checkpoint)
+	// ready is closed once the watcher has its baseline (nil while it
+	// has one); Subscribe waits on it.
+	readyMu   sync.Mutex
+	ready     chan struct{}
+	watchDone chan struct{}
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -217,6 +223,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.watchDB.SetMaxOpenConns(1)
 		wctx, cancel := context.WithCancel(context.Background())
 		s.stopWatch, s.watchDone = cancel, make(chan struct{})
+		s.ready = make(chan struct{})
 		go s.watch(wctx, s.watchDB, opts.ChangePoll)
 	}
 	return s, nil

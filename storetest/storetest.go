@@ -45,6 +45,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("ConceptBatch", func(t *testing.T) { testConceptBatch(t, open(t)) })
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
+	t.Run("LifecycleChangesNameTheirInboxes", func(t *testing.T) { testLifecycleChanges(t, open(t)) })
 	RunLifecycle(t, open)
 	t.Run("InboxState", func(t *testing.T) { testInboxState(t, open(t)) })
 	t.Run("NewMail", func(t *testing.T) { testNewMail(t, open(t)) })
@@ -872,6 +873,62 @@ func testChangeSignal(t *testing.T, s mailroom.Store) {
 	case <-sub.C():
 		t.Fatal("a closed subscription was signalled")
 	default:
+	}
+}
+
+// testLifecycleChanges: every lifecycle write on bob's mail signals a
+// change that touches bob (when it changes his mailbox) and never dana,
+// who has nothing to do with it: a write that declares no inbox would wake
+// every watcher in every process.
+func testLifecycleChanges(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	danaRoles := e.state("dana").Roles
+	a := e.send("alice", "@bob")
+	b := e.send("alice", "@bob")
+	c := e.send("alice", "@bob")
+	sub := s.Subscribe()
+	defer sub.Close()
+	// collect returns what was signalled up to a marker send to carol: the
+	// store signals in commit order, so the marker's arrival means the
+	// step's change (if any) has arrived too.
+	collect := func(step string) mailroom.Change {
+		t.Helper()
+		e.send("alice", "@carol")
+		var got mailroom.Change
+		for !got.Touches(e.ids["carol"].ID, nil) {
+			got.Merge(signalled(t, sub, step))
+		}
+		return got
+	}
+	collect("the first marker") // anything signalled before the steps
+	for _, st := range []struct {
+		name       string
+		touchesBob bool
+		do         func() error
+	}{
+		{"archive", true, func() error { _, err := s.Archive(e.as("bob"), a.MessageID); return err }},
+		{"unarchive", true, func() error { _, err := s.Unarchive(e.as("bob"), a.MessageID); return err }},
+		{"mark_read", true, func() error { return s.MarkRead(e.as("bob"), []string{b.MessageID})[0].Err }},
+		{"mark_unread", true, func() error { _, err := s.MarkUnread(e.as("bob"), b.MessageID); return err }},
+		{"delete", true, func() error { _, err := s.Delete(e.as("bob"), c.MessageID); return err }},
+		{"retract", true, func() error { _, err := s.Retract(e.as("alice"), b.MessageID); return err }},
+		{"grant read-inbox", false, func() error { return s.GrantReadInbox(e.ctx, "@carol", "@bob") }},
+		{"revoke read-inbox", false, func() error { _, err := s.RevokeReadInbox(e.ctx, "@carol", "@bob"); return err }},
+		{"purge", true, func() error {
+			_, err := s.Purge(e.ctx, mailroom.PurgeRequest{Before: time.Now().Add(time.Hour), IncludeUnread: true})
+			return err
+		}},
+	} {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got := collect(st.name)
+		if got.Touches(e.ids["dana"].ID, danaRoles) {
+			t.Errorf("%s on bob's mail signalled %+v, which touches dana", st.name, got)
+		}
+		if st.touchesBob && !got.Touches(e.ids["bob"].ID, nil) {
+			t.Errorf("%s on bob's mail signalled %+v, which does not touch bob", st.name, got)
+		}
 	}
 }
 
