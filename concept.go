@@ -88,7 +88,7 @@ type ConceptResult struct {
 	Terms    []string // for document frequencies
 }
 
-// ConceptCount is a concept and how many of the caller's visible messages
+// ConceptCount is a concept and how many of the caller's counted messages
 // carry it.
 type ConceptCount struct {
 	Concept
@@ -117,15 +117,32 @@ type ConceptStore interface {
 	// DocFreq returns how many processed messages contain each term, and
 	// how many messages were processed.
 	DocFreq(ctx context.Context, terms []string) (df map[string]int, total int, err error)
-	// Concepts lists the concepts of the caller's visible mail, most used
-	// first, at most limit.
-	Concepts(ctx context.Context, limit int) ([]ConceptCount, error)
+	// Concepts lists the concepts of the caller's scan newest visible
+	// messages (inbox and outbox, in commit order), most used first, at
+	// most limit. It reads at most scan+1 of the caller's messages, so its
+	// cost does not grow with the mailbox.
+	Concepts(ctx context.Context, limit, scan int) (ConceptList, error)
+}
+
+// ConceptList is list_concepts' answer.
+type ConceptList struct {
+	Concepts []ConceptCount
+	// Counted is how many of the caller's newest messages the counts cover.
+	Counted int
+	// Complete says Counted is every message the caller can see.
+	Complete bool
 }
 
 // Concept listing limits.
 const (
 	DefaultConceptLimit = 100
 	MaxConceptLimit     = 500
+	// ConceptScan is how many of the caller's newest messages list_concepts
+	// counts: an exact count over the whole mailbox grows with it (5M concept
+	// rows at 100k messages took seconds), and recent mail is what the
+	// listing is for. With the 50 caller concepts a message may carry on
+	// every message it costs about 20 ms of CPU (docs/benchmarks.md).
+	ConceptScan = 500
 )
 
 // ConceptLimit validates list_concepts' limit; nil means the default.

@@ -17,10 +17,15 @@ func TestListConceptsCountsVisibleMail(t *testing.T) {
 
 	var out struct {
 		Concepts []conceptCount `json:"concepts"`
+		Counted  *int           `json:"messagesCounted"`
+		Complete *bool          `json:"complete"`
 	}
 	bob.ok("list_concepts", map[string]any{}, &out)
 	if len(out.Concepts) != 2 || out.Concepts[0] != (conceptCount{"CONCEPT:wal-migration", "WAL migration", 2}) || out.Concepts[1].ID != "CONCEPT:sqlite" {
 		t.Fatalf("bob's concepts: %+v", out.Concepts)
+	}
+	if out.Counted == nil || *out.Counted != 2 || out.Complete == nil || !*out.Complete {
+		t.Fatalf("bob's 2 messages are all counted: %+v", out)
 	}
 	var page struct {
 		TotalCount int `json:"totalCount"`

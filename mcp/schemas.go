@@ -199,11 +199,11 @@ var tools = []tool{
 	{
 		name:        "list_concepts",
 		title:       "List concepts",
-		description: "List the concepts of your mail, most frequent first, with counts. Read that mail with list_messages({taggedConcepts: [id]}).",
+		description: "List the concepts of your 500 newest messages, most frequent first, with counts. Read that mail with list_messages({taggedConcepts: [id]}).",
 		readOnly:    true,
 		idempotent:  true,
 		input:       json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Default 100"}}}`),
-		output:      json.RawMessage(`{"type": "object", "properties": {"concepts": {"type": "array", "items": {"type": "object", "required": ["id", "name", "count"]}}}, "required": ["concepts"]}`),
+		output:      json.RawMessage(`{"type": "object", "properties": {"concepts": {"type": "array", "items": {"type": "object", "required": ["id", "name", "count"]}}}, "required": ["concepts", "messagesCounted", "complete"]}`),
 	},
 	{
 		name:        "wait_for_mail",

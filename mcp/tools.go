@@ -211,6 +211,8 @@ func (s *Server) markRead(ctx context.Context, req *gomcp.CallToolRequest, a arg
 
 type conceptList struct {
 	Concepts []mailroom.ConceptCount `json:"concepts"`
+	Counted  int                     `json:"messagesCounted"`
+	Complete bool                    `json:"complete"`
 }
 
 func (s *Server) listConcepts(ctx context.Context, req *gomcp.CallToolRequest, a args) (any, error) {
@@ -222,6 +224,6 @@ func (s *Server) listConcepts(ctx context.Context, req *gomcp.CallToolRequest, a
 	if err != nil {
 		return nil, err
 	}
-	cs, err := s.store.Concepts(ctx, n)
-	return conceptList{Concepts: cs}, err
+	cs, err := s.store.Concepts(ctx, n, mailroom.ConceptScan)
+	return conceptList{Concepts: cs.Concepts, Counted: cs.Counted, Complete: cs.Complete}, err
 }

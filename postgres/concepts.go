@@ -155,35 +155,44 @@ func (s *Store) DocFreq(ctx context.Context, terms []string) (map[string]int, in
 	return df, total, err
 }
 
-// Concepts lists the concepts of the caller's visible mail with counts.
-func (s *Store) Concepts(ctx context.Context, limit int) ([]mailroom.ConceptCount, error) {
+// Concepts lists the concepts of the caller's scan newest visible
+// messages: a merge of the index-ordered inbox and outbox branches that stops
+// after scan+1 rows (the extra one says whether there is more), then each
+// message's concepts through the message_concept primary key.
+func (s *Store) Concepts(ctx context.Context, limit, scan int) (mailroom.ConceptList, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
-		return nil, err
+		return mailroom.ConceptList{}, err
 	}
-	out := []mailroom.ConceptCount{}
+	out := mailroom.ConceptList{}
 	err = s.read(ctx, func(tx pgx.Tx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
 		}
 		b := inboxBranches("", "")
+		window := `SELECT seq FROM (` + b[0] + ` UNION ALL ` + b[1] + ` UNION ALL ` + outboxBranch("", true) + ` ORDER BY seq DESC LIMIT $4) w`
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+window+`) v`, me.ID, roles.ids, roles.own, scan+1).Scan(&n); err != nil {
+			return err
+		}
+		out.Counted, out.Complete = min(n, scan), n <= scan
 		rows, err := tx.Query(ctx, `SELECT c.id, c.name, count(*) AS n
-			FROM (`+b[0]+` UNION ALL `+b[1]+` UNION ALL `+outboxBranch("", true)+`) v
+			FROM (`+window+`) v
 			JOIN message_concept mc ON mc.message_seq = v.seq JOIN concept c ON c.id = mc.concept_id
-			GROUP BY c.id, c.name ORDER BY n DESC, c.id LIMIT $4`, me.ID, roles.ids, roles.own, limit)
+			GROUP BY c.id, c.name ORDER BY n DESC, c.id LIMIT $5`, me.ID, roles.ids, roles.own, scan, limit)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (mailroom.ConceptCount, error) {
+		out.Concepts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (mailroom.ConceptCount, error) {
 			var c mailroom.ConceptCount
 			err := r.Scan(&c.ID, &c.Name, &c.Count)
 			return c, err
 		})
 		return err
 	})
-	if out == nil {
-		out = []mailroom.ConceptCount{}
+	if out.Concepts == nil {
+		out.Concepts = []mailroom.ConceptCount{}
 	}
 	return out, err
 }

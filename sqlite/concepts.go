@@ -140,23 +140,37 @@ func (s *Store) DocFreq(ctx context.Context, terms []string) (map[string]int, in
 	return df, total, err
 }
 
-// Concepts lists the concepts of the caller's visible mail with counts.
-func (s *Store) Concepts(ctx context.Context, limit int) ([]mailroom.ConceptCount, error) {
+// Concepts lists the concepts of the caller's scan newest visible
+// messages: a merge of the index-ordered inbox and outbox branches that stops
+// after scan+1 rows (the extra one says whether there is more), then each
+// message's concepts through the message_concept primary key.
+func (s *Store) Concepts(ctx context.Context, limit, scan int) (mailroom.ConceptList, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
-		return nil, err
+		return mailroom.ConceptList{}, err
 	}
-	out := []mailroom.ConceptCount{}
+	out := mailroom.ConceptList{Concepts: []mailroom.ConceptCount{}}
 	err = s.read(ctx, func(tx *ptx) error {
+		out.Concepts = out.Concepts[:0]
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
 		}
 		b := inboxBranches("", "")
-		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name, count(*) AS n
-			FROM (`+b[0]+` UNION ALL `+b[1]+` UNION ALL `+outboxBranch("", true)+`) v
-			JOIN message_concept mc ON mc.message_seq = v.seq JOIN concept c ON c.id = mc.concept_id
-			GROUP BY c.id ORDER BY n DESC, c.id LIMIT ?3`, me.ID, jsonStrings(roles), limit)
+		window := `SELECT seq FROM (` + b[0] + ` UNION ALL ` + b[1] + ` UNION ALL ` + outboxBranch("", true) + ` ORDER BY seq DESC LIMIT ?3)`
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+window+`)`, me.ID, jsonStrings(roles), scan+1).Scan(&n); err != nil {
+			return err
+		}
+		out.Counted, out.Complete = min(n, scan), n <= scan
+		// CROSS JOIN fixes the join order: the planner otherwise starts
+		// from every concept's index range and filters by the window (a
+		// second per call at 100k messages).
+		// Names are read for the listed concepts only.
+		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name, g.n FROM (SELECT mc.concept_id AS id, count(*) AS n
+				FROM (`+window+`) v CROSS JOIN message_concept mc WHERE mc.message_seq = v.seq
+				GROUP BY mc.concept_id ORDER BY n DESC, mc.concept_id LIMIT ?4) g
+			CROSS JOIN concept c WHERE c.id = g.id ORDER BY g.n DESC, g.id`, me.ID, jsonStrings(roles), scan, limit)
 		if err != nil {
 			return err
 		}
@@ -166,7 +180,7 @@ func (s *Store) Concepts(ctx context.Context, limit int) ([]mailroom.ConceptCoun
 			if err := rows.Scan(&c.ID, &c.Name, &c.Count); err != nil {
 				return err
 			}
-			out = append(out, c)
+			out.Concepts = append(out.Concepts, c)
 		}
 		return rows.Err()
 	})

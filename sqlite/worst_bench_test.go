@@ -1,13 +1,13 @@
 package sqlite_test
 
 import (
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/sqlite/benchstore"
 )
 
 // cpuTime is the process's user+system CPU time so far.
@@ -17,71 +17,49 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// worstWords are in every seeded message, for queries whose every term
-// matches everything.
-var worstWords = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec")
-
-// seedWorst fills bob's inbox with 100,000 messages that make every listing
-// filter as expensive as it can be: each carries the 17 worstWords and the
-// same 50 caller concepts, and 100 more messages add 100,000 distinct words
-// across 16 initial letters for prefix queries to expand.
-func (e benchEnv) seedWorst(b *testing.B) []string {
-	start := time.Now()
-	tags := make([]string, mailroom.MaxConceptFilter)
-	for i := range tags {
-		tags[i] = fmt.Sprintf("topic %02d", i)
-	}
-	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "worst case " + strings.Join(worstWords[:4], " "),
-		Body: strings.Join(worstWords, " "), TaggedConcepts: tags}.Draft(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d.OriginSessionID = "SESSION:bench"
-	if err := e.s.SendMany(e.alice, d, 100_000); err != nil {
-		b.Fatal(err)
-	}
-	for m := range 100 {
-		var w strings.Builder
-		for j := range 1000 {
-			fmt.Fprintf(&w, "%c%x ", 'a'+rune(j%16), m*1000+j)
-		}
-		d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "distinct words", Body: w.String()}.Draft(0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d.OriginSessionID = "SESSION:bench"
-		if _, err := e.s.Send(e.alice, d); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Logf("seeded in %v", time.Since(start))
-	return tags
-}
-
-// BenchmarkWorstArguments runs list_messages and list_concepts at 100,000
-// messages with the most expensive arguments the limits allow, and reports
-// CPU per call (cpu-ms/op) next to wall time: the machine is shared.
+// BenchmarkWorstArguments calls every read-only store method behind a tool
+// (list_messages, get_message, mailbox_status, list_concepts) at 100,000
+// messages with the costliest arguments the limits allow, on
+// benchstore.Worst (every filter at its limit matches everything), with no
+// budget, and reports CPU per call (cpu-ms/op): the machine is shared. The
+// store is built once and cached (benchstore.Dir()).
 func BenchmarkWorstArguments(b *testing.B) {
-	e := newBenchEnv(b)
-	tags := e.seedWorst(b)
+	st := benchstore.OpenRecipe(b, benchstore.Worst, 100_000)
+	tags := benchstore.WorstTags()
+	words := benchstore.WorstWords
 	prefixes := make([]string, 16)
 	for i := range prefixes {
 		prefixes[i] = string(rune('a'+i)) + "*"
 	}
-	q16 := strings.Join(worstWords[:16], " ")
+	q16 := strings.Join(words[:16], " ")
+	// The newest message carrying the 50 tags, for get_message and relatedTo.
+	tf, err := mailroom.ListInput{Limit: ptr(1), TaggedConcepts: tags}.Filter()
+	if err != nil {
+		b.Fatal(err)
+	}
+	top, err := st.List(st.Bob, tf)
+	if err != nil || len(top.Messages) != 1 {
+		b.Fatal(top, err)
+	}
+	tagged := top.Messages[0].MessageID
+	deep := mailroom.Cursor(200) // below all but the oldest 199 messages
 	cases := []struct {
 		name string
 		in   mailroom.ListInput
 	}{
 		{"first-page", mailroom.ListInput{}},
-		{"query-1-term-every-message", mailroom.ListInput{Query: worstWords[0]}},
+		{"limit-200", mailroom.ListInput{Limit: ptr(200)}},
+		{"unread", mailroom.ListInput{UnreadOnly: true}},
+		{"query-1-term-every-message", mailroom.ListInput{Query: words[0]}},
 		{"query-16-terms-every-message", mailroom.ListInput{Query: q16}},
 		{"query-16-prefixes-1-letter", mailroom.ListInput{Query: strings.Join(prefixes, " ")}},
 		{"query-500-chars", mailroom.ListInput{Query: strings.Repeat("x", 500)}},
 		{"tags-50-every-message", mailroom.ListInput{TaggedConcepts: tags}},
 		{"tags-50-and-query-16", mailroom.ListInput{TaggedConcepts: tags, Query: q16}},
 		{"deep-offset", mailroom.ListInput{Offset: ptr(99_950)}},
-		{"box-all-from-to", mailroom.ListInput{Box: "all", From: "@alice", To: "@bob", UnreadOnly: false}},
+		{"deep-cursor", mailroom.ListInput{Cursor: &deep}},
+		{"box-all-from-to", mailroom.ListInput{Box: "all", From: "@alice", To: "@bob"}},
+		{"related-to-50-concepts", mailroom.ListInput{RelatedTo: tagged}},
 	}
 	for _, tc := range cases {
 		f, err := tc.in.Filter()
@@ -91,20 +69,37 @@ func BenchmarkWorstArguments(b *testing.B) {
 		b.Run("list/"+tc.name, func(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
-				if _, err := e.s.List(e.bob, f); err != nil {
+				if _, err := st.List(st.Bob, f); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
-	b.Run("concepts/limit-500", func(b *testing.B) {
-		cpu := cpuTime()
-		for b.Loop() {
-			if _, err := e.s.Concepts(e.bob, mailroom.MaxConceptLimit); err != nil {
-				b.Fatal(err)
+	others := []struct {
+		name string
+		call func() error
+	}{
+		{"get/50-concepts", func() error { _, err := st.Get(st.Bob, tagged); return err }},
+		{"status", func() error { _, err := st.Status(st.Bob); return err }},
+		{"concepts/limit-500", func() error {
+			_, err := st.Concepts(st.Bob, mailroom.MaxConceptLimit, mailroom.ConceptScan)
+			return err
+		}},
+		{"concepts/sender-limit-500", func() error {
+			_, err := st.Concepts(st.Alice, mailroom.MaxConceptLimit, mailroom.ConceptScan)
+			return err
+		}},
+	}
+	for _, tc := range others {
+		b.Run(tc.name, func(b *testing.B) {
+			cpu := cpuTime()
+			for b.Loop() {
+				if err := tc.call(); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-	})
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
 }

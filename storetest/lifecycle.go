@@ -233,10 +233,10 @@ func testRetract(t *testing.T, s mailroom.Store) {
 	if m, err := s.Get(e.as("alice"), reply.MessageID); err != nil || m.InReplyTo == nil || *m.InReplyTo != r.MessageID {
 		t.Fatalf("reply edge: %+v %v", m, err)
 	}
-	if cs, err := s.Concepts(e.as("bob"), 100); err != nil {
+	if cs, err := s.Concepts(e.as("bob"), 100, mailroom.ConceptScan); err != nil {
 		t.Fatal(err)
 	} else {
-		for _, c := range cs {
+		for _, c := range cs.Concepts {
 			if c.ID == "CONCEPT:zeppelin" {
 				t.Fatalf("list_concepts still shows the retracted tag: %+v", cs)
 			}
@@ -413,7 +413,7 @@ func testPurge(t *testing.T, s mailroom.Store) {
 		t.Fatalf("purge --include-unread: %+v %v", rep, err)
 	}
 	wantIDs(t, "everything old is gone", ids(e.list("alice", mailroom.ListInput{Box: "all", IncludeArchived: true})))
-	if cs, _ := s.Concepts(e.as("bob"), 10); len(cs) != 0 {
+	if cs, _ := s.Concepts(e.as("bob"), 10, mailroom.ConceptScan); len(cs.Concepts) != 0 {
 		t.Fatalf("concepts survive purge: %+v", cs)
 	}
 	// The store still works after a purge.

@@ -779,16 +779,41 @@ func testConceptListing(t *testing.T, s mailroom.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Concepts(e.as("bob"), 10)
+	list, err := s.Concepts(e.as("bob"), 10, mailroom.ConceptScan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].ID != "CONCEPT:wal" || got[0].Count != 2 || got[1].ID != "CONCEPT:sqlite" || got[1].Count != 1 {
-		t.Fatalf("bob's concepts: %+v", got)
+	got := list.Concepts
+	if len(got) != 2 || got[0].ID != "CONCEPT:wal" || got[0].Count != 2 || got[1].ID != "CONCEPT:sqlite" || got[1].Count != 1 || list.Counted != 2 || !list.Complete {
+		t.Fatalf("bob's concepts: %+v", list)
 	}
-	got, _ = s.Concepts(e.as("alice"), 10)
-	if len(got) != 3 {
-		t.Fatalf("alice sees her sent and received concepts: %+v", got)
+	list, _ = s.Concepts(e.as("alice"), 10, mailroom.ConceptScan)
+	if len(list.Concepts) != 3 || list.Counted != 3 || !list.Complete {
+		t.Fatalf("alice sees her sent and received concepts: %+v", list)
+	}
+	if list, _ := s.Concepts(e.as("bob"), 1, mailroom.ConceptScan); len(list.Concepts) != 1 || list.Concepts[0].ID != "CONCEPT:wal" {
+		t.Fatalf("limit 1: %+v", list)
+	}
+
+	// The window is the newest messages in commit order, inbox and outbox
+	// together: alice's newest two are carol's (secret) and her second
+	// send (WAL), not the first (WAL, SQLite).
+	list, err = s.Concepts(e.as("alice"), 10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.Counted != 2 || list.Complete || len(list.Concepts) != 2 || list.Concepts[0].ID != "CONCEPT:secret" || list.Concepts[0].Count != 1 ||
+		list.Concepts[1].ID != "CONCEPT:wal" || list.Concepts[1].Count != 1 {
+		t.Fatalf("alice's two newest: %+v", list)
+	}
+	if list, _ := s.Concepts(e.as("bob"), 10, 2); list.Counted != 2 || !list.Complete || len(list.Concepts) != 2 {
+		t.Fatalf("a window exactly as large as the mailbox is complete: %+v", list)
+	}
+	if list, _ := s.Concepts(e.as("carol"), 10, 1); list.Counted != 1 || !list.Complete {
+		t.Fatalf("carol's one message: %+v", list)
+	}
+	if list, err := s.Concepts(e.as("dana"), 10, 1); err != nil || list.Counted != 0 || !list.Complete || list.Concepts == nil || len(list.Concepts) != 0 {
+		t.Fatalf("no mail: %+v %v", list, err)
 	}
 }
 

@@ -59,6 +59,19 @@ func Dir() string {
 	return filepath.Join(os.TempDir(), "mailroom-bench")
 }
 
+// Recipe is one way of filling a store; built stores are cached per
+// recipe name and size.
+type Recipe struct {
+	// Name keys the cache: give a new one whenever Seed stores something else.
+	Name string
+	// Seed stores n messages in s (alice and carol are callers) and returns
+	// a thread id for thread filters, or "".
+	Seed func(alice, carol context.Context, s *sqlite.Store, n int) (thread string, err error)
+}
+
+// Handoffs is Open's recipe: Seed.
+var Handoffs = Recipe{Name: fmt.Sprintf("v%d", version), Seed: Seed}
+
 // Open returns a private copy of the store of n messages, building and
 // caching it first if needed. The copy is removed when tb ends.
 //
@@ -67,9 +80,15 @@ func Dir() string {
 // (a message and replies to it).
 func Open(tb testing.TB, n int) *Store {
 	tb.Helper()
-	cached := filepath.Join(Dir(), fmt.Sprintf("v%d-%d.db", version, n))
+	return OpenRecipe(tb, Handoffs, n)
+}
+
+// OpenRecipe is Open for a store filled by r.
+func OpenRecipe(tb testing.TB, r Recipe, n int) *Store {
+	tb.Helper()
+	cached := filepath.Join(Dir(), fmt.Sprintf("%s-%d.db", r.Name, n))
 	if _, err := os.Stat(cached); err != nil {
-		if err := build(tb, cached, n); err != nil {
+		if err := build(tb, r, cached, n); err != nil {
 			tb.Fatalf("build a %d-message store: %v", n, err)
 		}
 	}
@@ -110,7 +129,7 @@ func callers(tb testing.TB, s *sqlite.Store) (alice, bob, carol context.Context)
 
 // build seeds a store of n messages at path (through a temporary name, so
 // a concurrent or interrupted build never leaves half a store there).
-func build(tb testing.TB, path string, n int) error {
+func build(tb testing.TB, r Recipe, path string, n int) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -122,7 +141,7 @@ func build(tb testing.TB, path string, n int) error {
 	}
 	alice, _, carol := callers(tb, s)
 	start, cpu := time.Now(), cpuTime()
-	thread, err := Seed(alice, carol, s, n)
+	thread, err := r.Seed(alice, carol, s, n)
 	// Close checkpoints the WAL into the file and measures the statistics.
 	if cerr := s.Close(); err == nil {
 		err = cerr
@@ -131,7 +150,7 @@ func build(tb testing.TB, path string, n int) error {
 		return err
 	}
 	m := meta{Thread: thread}
-	tb.Logf("benchstore: built %d messages in %v (%v CPU)", n, time.Since(start).Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond))
+	tb.Logf("benchstore: built %s with %d messages in %v (%v CPU)", r.Name, n, time.Since(start).Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond))
 	b, _ := json.Marshal(m)
 	if err := os.WriteFile(path+".json", b, 0o600); err != nil {
 		return err
