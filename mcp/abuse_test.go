@@ -218,14 +218,17 @@ func TestHTTPRateLimitPerIdentity(t *testing.T) {
 func TestHTTPSessionCap(t *testing.T) {
 	e := newEnv(t)
 	tok := e.token("alice")
-	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{MaxSessions: 3}})
+	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{MaxSessions: 3, MaxSessionsPerIdentity: 2}})
 	auth := map[string]string{"Authorization": "Bearer " + tok}
 	var sids []string
-	for range 3 {
+	for range 2 {
 		sids = append(sids, initialize(t, endpoint, auth))
 	}
-	resp, body := post(t, endpoint, initializeBody, auth)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "3 MCP sessions") {
+	initialize(t, endpoint, map[string]string{"Authorization": "Bearer " + e.token("bob")})
+	// carol holds none, but the server is full.
+	resp, body := post(t, endpoint, initializeBody, map[string]string{"Authorization": "Bearer " + e.token("carol")})
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "60" ||
+		strings.TrimSpace(string(body)) != "Service Unavailable: 3 MCP sessions are open, the limit; close one (DELETE with its Mcp-Session-Id) or wait for idle ones to expire" {
 		t.Fatalf("fourth session: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	// Open sessions keep working at the cap.
@@ -243,6 +246,48 @@ func TestHTTPSessionCap(t *testing.T) {
 	initialize(t, endpoint, auth) // room again
 }
 
+// One identity opening sessions in a loop takes at most its share of the
+// cap (a tenth by default), so another identity can still open one, and
+// nothing but the refused sessions is lost.
+func TestHTTPSessionShare(t *testing.T) {
+	e := newEnv(t)
+	alice, bob, carol := e.token("alice"), e.token("bob"), e.token("carol")
+	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{MaxSessions: 20}}) // a share of 2
+	as := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	var sids []string
+	for range 2 {
+		sids = append(sids, initialize(t, endpoint, as(alice)))
+	}
+	for i := range 50 { // the flood
+		resp, body := post(t, endpoint, initializeBody, as(alice))
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" || resp.Header.Get("Mcp-Session-Id") != "" ||
+			strings.TrimSpace(string(body)) != "Too Many Requests: @alice holds 2 MCP sessions, the most one identity may; close one (DELETE with its Mcp-Session-Id) or wait for idle ones to expire" {
+			t.Fatalf("alice's session %d beyond her share: %d %q %s", i+3, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	// bob is not locked out, and alice's open sessions still serve her.
+	bobSession := initialize(t, endpoint, as(bob))
+	for _, c := range []struct{ tok, sid string }{{alice, sids[0]}, {alice, sids[1]}, {bob, bobSession}} {
+		hdr := map[string]string{"Authorization": "Bearer " + c.tok, "Mcp-Session-Id": c.sid, "MCP-Protocol-Version": "2025-11-25"}
+		if resp, body := post(t, endpoint, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, hdr); resp.StatusCode != http.StatusOK {
+			t.Errorf("an open session after the flood: %d %s", resp.StatusCode, body)
+		}
+	}
+	initialize(t, endpoint, as(carol))
+	// Closing one of alice's sessions gives her room for one more.
+	req, _ := http.NewRequest(http.MethodDelete, endpoint, nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	req.Header.Set("Mcp-Session-Id", sids[0])
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", resp, err)
+	}
+	initialize(t, endpoint, as(alice))
+	if resp, _ := post(t, endpoint, initializeBody, as(alice)); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("alice at her share again: %d", resp.StatusCode)
+	}
+}
+
 func TestHTTPIdleSessionExpires(t *testing.T) {
 	e := newEnv(t)
 	tok := e.token("alice")
@@ -254,12 +299,13 @@ func TestHTTPIdleSessionExpires(t *testing.T) {
 	hdr := map[string]string{"Authorization": "Bearer " + tok, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		// An expired session is gone: a new one fits under the cap of 1.
+		// An expired session is gone: a new one fits under the cap of 1
+		// (until then, alice is at her share of it: 429).
 		resp, body := post(t, endpoint, initializeBody, auth)
 		if resp.StatusCode == http.StatusOK {
 			break
 		}
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
 			t.Fatalf("new session: %d %s", resp.StatusCode, body)
 		}
 		time.Sleep(50 * time.Millisecond) // the go-sdk's timer has no injectable clock

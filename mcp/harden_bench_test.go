@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,49 +17,31 @@ import (
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/mcp"
 	"github.com/mailroom/mailroom/sqlite"
+	"github.com/mailroom/mailroom/sqlite/benchstore"
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var benchWords = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa")
-
-// worstStore is bob's inbox of 100,000 messages that each carry all 16
-// benchWords and the same 50 concepts: every filter at its limit matches
-// everything.
-func worstStore(b *testing.B) (*sqlite.Store, mailroom.Identity, []string) {
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "worst.db"), sqlite.Options{})
+// worstStore is benchstore.Worst at 100,000 messages (built once, cached):
+// bob's inbox where every filter at its limit matches everything.
+func worstStore(b *testing.B) (*benchstore.Store, mailroom.Identity) {
+	st := benchstore.OpenRecipe(b, benchstore.Worst, 100_000)
+	bob, err := mailroom.CallerFrom(st.Bob)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { s.Close() })
-	alice, _ := s.EnsureAgent(ctx, "alice")
-	bob, _ := s.EnsureAgent(ctx, "bob")
-	tags := make([]string, mailroom.MaxConceptFilter)
-	for i := range tags {
-		tags[i] = fmt.Sprintf("topic %02d", i)
-	}
-	d, err := mailroom.SendInput{To: []string{"@bob"}, Subject: "worst case", Body: strings.Join(benchWords, " "), TaggedConcepts: tags}.Draft(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d.OriginSessionID = "SESSION:bench"
-	start := time.Now()
-	if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, 100_000); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("seeded in %v", time.Since(start))
-	return s, bob, tags
+	return st, bob
 }
 
-// BenchmarkWorstArgumentsServed calls list_messages through MCP (in
-// memory) at 100,000 messages with the costliest arguments the limits allow,
-// under the default budgets: cpu-ms/op is the process's CPU per call,
-// stopped/op how many calls the CPU budget stopped.
+// BenchmarkWorstArgumentsServed calls every read-only tool through MCP (in
+// memory) at 100,000 messages with the costliest arguments the limits
+// allow, under the default budgets: cpu-ms/op is the process's CPU per call
+// (client included), stopped/op the share of calls the CPU budget stopped.
 func BenchmarkWorstArgumentsServed(b *testing.B) {
-	s, bob, tags := worstStore(b)
+	st, bob := worstStore(b)
+	tags := benchstore.WorstTags()
 	ctx := context.Background()
-	ct, st := gomcp.NewInMemoryTransports()
-	if _, err := mcp.NewServer(s, mcp.Options{Identity: &bob}).MCPServer().Connect(ctx, st, nil); err != nil {
+	ct, sst := gomcp.NewInMemoryTransports()
+	if _, err := mcp.NewServer(st, mcp.Options{Identity: &bob}).MCPServer().Connect(ctx, sst, nil); err != nil {
 		b.Fatal(err)
 	}
 	cs, err := gomcp.NewClient(&gomcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, ct, nil)
@@ -66,23 +49,45 @@ func BenchmarkWorstArgumentsServed(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	q16 := strings.Join(benchWords, " ")
+	q16 := strings.Join(benchstore.WorstWords[:16], " ")
+	top, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "list_messages", Arguments: map[string]any{"offset": 100, "limit": 1}}) // under the 100 newest, untagged
+	if err != nil || top.IsError {
+		b.Fatal(top, err)
+	}
+	var page struct {
+		Messages []struct {
+			MessageID string `json:"messageId"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(top.Content[0].(*gomcp.TextContent).Text), &page); err != nil || len(page.Messages) != 1 {
+		b.Fatal(text(top), err)
+	}
+	tagged := page.Messages[0].MessageID
 	for _, tc := range []struct {
-		name string
-		args map[string]any
+		name, tool string
+		args       map[string]any
 	}{
-		{"first-page", map[string]any{}},
-		{"query-16-terms-every-message", map[string]any{"query": q16}},
-		{"query-16-one-letter-prefixes", map[string]any{"query": "a* b* c* d* e* f* g* h* i* j* k* l* m* n* o* p*"}},
-		{"tags-50-every-message", map[string]any{"taggedConcepts": tags}},
-		{"tags-50-and-query-16", map[string]any{"taggedConcepts": tags, "query": q16}},
-		{"offset-99950", map[string]any{"offset": 99_950}},
+		{"list/first-page", "list_messages", map[string]any{}},
+		{"list/limit-200", "list_messages", map[string]any{"limit": 200}},
+		{"list/unread", "list_messages", map[string]any{"unreadOnly": true}},
+		{"list/deep-cursor", "list_messages", map[string]any{"cursor": mailroom.Cursor(200)}},
+		{"list/query-1-term-every-message", "list_messages", map[string]any{"query": benchstore.WorstWords[0]}},
+		{"list/query-16-terms-every-message", "list_messages", map[string]any{"query": q16}},
+		{"list/query-16-one-letter-prefixes", "list_messages", map[string]any{"query": "a* b* c* d* e* f* g* h* i* j* k* l* m* n* o* p*"}},
+		{"list/tags-50-every-message", "list_messages", map[string]any{"taggedConcepts": tags}},
+		{"list/tags-50-and-query-16", "list_messages", map[string]any{"taggedConcepts": tags, "query": q16}},
+		{"list/offset-99950", "list_messages", map[string]any{"offset": 99_950}},
+		{"list/box-all-from-to", "list_messages", map[string]any{"box": "all", "from": "@alice", "to": "@bob"}},
+		{"list/related-to-50-concepts", "list_messages", map[string]any{"relatedTo": tagged}},
+		{"get/50-concepts", "get_message", map[string]any{"messageId": tagged}},
+		{"status", "mailbox_status", map[string]any{}},
+		{"concepts/limit-500", "list_concepts", map[string]any{"limit": 500}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			stopped := 0
 			cpu := processCPU()
 			for b.Loop() {
-				res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "list_messages", Arguments: tc.args})
+				res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -117,7 +122,8 @@ func (d doneStore) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Pa
 // with no budgets, lets it run 100 ms, drops the client's connection and
 // reports how long the database work went on after that (ms/disconnect).
 func BenchmarkDisconnectToEndOfDBWork(b *testing.B) {
-	s, bob, tags := worstStore(b)
+	s, bob := worstStore(b)
+	tags := benchstore.WorstTags()
 	ds := doneStore{Store: s, started: make(chan struct{}, 1), done: make(chan time.Time, 1)}
 	tok, digest := mailroom.NewToken()
 	if err := s.AddToken(context.Background(), bob.ID, digest); err != nil {
@@ -137,7 +143,7 @@ func BenchmarkDisconnectToEndOfDBWork(b *testing.B) {
 	var lags []time.Duration
 	for b.Loop() {
 		ctx, cancel := context.WithCancel(context.Background())
-		go cs.CallTool(ctx, &gomcp.CallToolParams{Name: "list_messages", Arguments: map[string]any{"taggedConcepts": tags, "query": strings.Join(benchWords, " ")}})
+		go cs.CallTool(ctx, &gomcp.CallToolParams{Name: "list_messages", Arguments: map[string]any{"taggedConcepts": tags, "query": strings.Join(benchstore.WorstWords[:16], " ")}})
 		<-ds.started
 		time.Sleep(100 * time.Millisecond)
 		cancel()
@@ -149,9 +155,11 @@ func BenchmarkDisconnectToEndOfDBWork(b *testing.B) {
 	b.ReportMetric(float64(lags[len(lags)-1].Microseconds())/1000, "max-ms/disconnect")
 }
 
-// BenchmarkSessionFlood opens sessions until the cap (1,000) and then
-// 1,000 more attempts, reporting the heap held per open session and that the
-// attempts beyond the cap hold nothing.
+// BenchmarkSessionFlood fills the session cap (1,000) from ten identities,
+// each up to its share (100), then makes 1,000 more attempts from one of them
+// (429: over its share) and 1,000 from an eleventh identity (503: the server
+// is full), reporting the heap held per open session and that the refused
+// attempts hold nothing.
 func BenchmarkSessionFlood(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
@@ -160,9 +168,18 @@ func BenchmarkSessionFlood(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		alice, _ := s.EnsureAgent(ctx, "alice")
-		tok, digest := mailroom.NewToken()
-		s.AddToken(ctx, alice.ID, digest)
+		var tokens []string
+		for i := range 11 {
+			id, err := s.EnsureAgent(ctx, fmt.Sprintf("agent-%d", i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			tok, digest := mailroom.NewToken()
+			if err := s.AddToken(ctx, id.ID, digest); err != nil {
+				b.Fatal(err)
+			}
+			tokens = append(tokens, tok)
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", mcp.NewServer(s, mcp.Options{}).HTTPHandler())
 		ts := httptest.NewServer(mux)
@@ -172,7 +189,8 @@ func BenchmarkSessionFlood(b *testing.B) {
 			runtime.ReadMemStats(&m)
 			return m.HeapInuse
 		}
-		open := func(n int) (ok, refused int) {
+		open := func(tok string, n int) map[int]int {
+			codes := map[int]int{}
 			for range n {
 				req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(initializeBody))
 				req.Header.Set("Authorization", "Bearer "+tok)
@@ -184,25 +202,26 @@ func BenchmarkSessionFlood(b *testing.B) {
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					ok++
-				} else if resp.StatusCode == http.StatusServiceUnavailable {
-					refused++
-				}
+				codes[resp.StatusCode]++
 			}
-			return ok, refused
+			return codes
 		}
+		share := mcp.DefaultMaxSessions / 10
 		before := heap()
 		b.StartTimer()
-		ok, _ := open(mcp.DefaultMaxSessions)
+		for _, tok := range tokens[:10] {
+			if c := open(tok, share); c[http.StatusOK] != share {
+				b.Fatalf("opening an identity's share: %v", c)
+			}
+		}
 		b.StopTimer()
 		atCap := heap()
-		_, refused := open(1000)
+		over, full := open(tokens[0], 1000), open(tokens[10], 1000)
 		after := heap()
-		if ok != mcp.DefaultMaxSessions || refused != 1000 {
-			b.Fatalf("opened %d, refused %d", ok, refused)
+		if over[http.StatusTooManyRequests] != 1000 || full[http.StatusServiceUnavailable] != 1000 {
+			b.Fatalf("beyond the share: %v; beyond the cap: %v", over, full)
 		}
-		b.ReportMetric(float64(atCap-before)/float64(ok)/1024, "KiB/session")
+		b.ReportMetric(float64(atCap-before)/float64(10*share)/1024, "KiB/session")
 		b.ReportMetric(float64(int64(after)-int64(atCap))/1024/1024, "MiB-growth-over-cap")
 		ts.Close()
 		s.Close()

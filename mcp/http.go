@@ -47,6 +47,11 @@ type HTTPOptions struct {
 	Rate float64
 	// MaxSessions caps open MCP sessions; a new one beyond it gets 503.
 	MaxSessions int
+	// MaxSessionsPerIdentity is the share of MaxSessions one identity may
+	// hold, so that one caller opening sessions in a loop cannot lock the
+	// others out; a new one beyond it gets 429. 0 means a tenth of
+	// MaxSessions (at least 1).
+	MaxSessionsPerIdentity int
 	// SessionIdle closes an MCP session that has had no request for this long.
 	SessionIdle time.Duration
 	// MaxRequestBody bounds a request body; a larger one gets 413.
@@ -66,6 +71,9 @@ type HTTPOptions struct {
 func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSessionsPerIdentity <= 0 {
+		o.MaxSessionsPerIdentity = max(1, o.MaxSessions/10)
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle
@@ -111,7 +119,7 @@ type httpFront struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter // by identity address
-	pending  int                      // sessions being created
+	pending  map[int64]int            // sessions being created, by identity id
 	touched  map[string]time.Time     // token digest -> when this process last wrote its last use
 }
 
@@ -144,7 +152,7 @@ func (s *Server) front() *httpFront {
 		return &auth.TokenInfo{UserID: id.Address(), Extra: map[string]any{identityKey: id}}, nil
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
-	f := &httpFront{s: s, opts: o, servers: servers, allowed: map[string]bool{}, limiters: map[string]*rate.Limiter{}, touched: map[string]time.Time{}}
+	f := &httpFront{s: s, opts: o, servers: servers, allowed: map[string]bool{}, limiters: map[string]*rate.Limiter{}, pending: map[int64]int{}, touched: map[string]time.Time{}}
 	for _, origin := range o.AllowOrigins {
 		f.allowed[normOrigin(origin)] = true
 	}
@@ -174,10 +182,10 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-		if !f.reserveSession(w) {
+		if !f.reserveSession(w, id) {
 			return
 		}
-		defer f.releaseSession()
+		defer f.releaseSession(id)
 	}
 	if r.Method == http.MethodGet && r.Header.Get("Authorization") != "" {
 		ctx, stop := f.whileTokenValid(r.Context(), mailroom.TokenDigest(bearerToken(r)))
@@ -357,24 +365,36 @@ func tooLarge(w http.ResponseWriter, limit int64) {
 	http.Error(w, fmt.Sprintf("Request Entity Too Large: the limit is %d bytes", limit), http.StatusRequestEntityTooLarge)
 }
 
-// reserveSession admits a request that may open a session while fewer than
-// MaxSessions are open or being opened.
-func (f *httpFront) reserveSession(w http.ResponseWriter) bool {
+// reserveSession admits a request that may open a session while id holds
+// fewer than its share (MaxSessionsPerIdentity) and fewer than MaxSessions
+// are open or being opened in all.
+func (f *httpFront) reserveSession(w http.ResponseWriter, id mailroom.Identity) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	open := f.servers.sessions()
-	if open+f.pending >= f.opts.MaxSessions {
+	mine, open := f.servers.sessions(id.ID)
+	pending := 0
+	for _, n := range f.pending {
+		pending += n
+	}
+	switch {
+	case mine+f.pending[id.ID] >= f.opts.MaxSessionsPerIdentity:
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, fmt.Sprintf("Too Many Requests: %s holds %d MCP sessions, the most one identity may; close one (DELETE with its Mcp-Session-Id) or wait for idle ones to expire", id.Address(), f.opts.MaxSessionsPerIdentity), http.StatusTooManyRequests)
+		return false
+	case open+pending >= f.opts.MaxSessions:
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, fmt.Sprintf("Service Unavailable: %d MCP sessions are open, the limit; close one (DELETE with its Mcp-Session-Id) or wait for idle ones to expire", f.opts.MaxSessions), http.StatusServiceUnavailable)
 		return false
 	}
-	f.pending++
+	f.pending[id.ID]++
 	return true
 }
 
-func (f *httpFront) releaseSession() {
+func (f *httpFront) releaseSession(id mailroom.Identity) {
 	f.mu.Lock()
-	f.pending--
+	if f.pending[id.ID]--; f.pending[id.ID] <= 0 {
+		delete(f.pending, id.ID)
+	}
 	f.mu.Unlock()
 }
 
@@ -483,15 +503,18 @@ func (ss *serverSet) get(r *http.Request) *gomcp.Server {
 	return srv
 }
 
-// sessions counts the open sessions of every server.
-func (ss *serverSet) sessions() int {
+// sessions counts the open sessions of identity id's server, and of every
+// server.
+func (ss *serverSet) sessions(id int64) (mine, all int) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	n := 0
-	for _, srv := range ss.servers {
+	for key, srv := range ss.servers {
 		for range srv.Sessions() {
-			n++
+			all++
+			if key == id {
+				mine++
+			}
 		}
 	}
-	return n
+	return mine, all
 }

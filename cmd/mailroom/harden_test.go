@@ -130,10 +130,42 @@ func TestLimitFlags(t *testing.T) {
 			t.Errorf("query %q: %q, want %q", args, got, want)
 		}
 	}
-	for _, bad := range [][]string{{"--max-query-terms", "0"}, {"--rate", "-1"}, {"--call-budget", "0s"}} {
+	for _, bad := range [][]string{{"--max-query-terms", "0"}, {"--rate", "-1"}, {"--call-budget", "0s"}, {"--cpu-budget", "0s"},
+		{"--max-sessions", "0"}, {"--max-sessions-per-identity", "1001"}, {"--max-sessions-per-identity", "-1"}} {
 		_, stderr, err := runCLI(t, environ(t), append([]string{"serve", "--db", ":memory:"}, bad...)...)
 		if err == nil || !strings.Contains(stderr, bad[0]) {
 			t.Errorf("%v: err %v, stderr %q", bad, err, stderr)
+		}
+	}
+}
+
+func TestSessionFlags(t *testing.T) {
+	env := environ(t)
+	db := filepath.Join(t.TempDir(), "m.db")
+	tokens := map[string]string{}
+	for _, name := range []string{"alice", "bob", "carol"} {
+		tokens[name] = lastLine(mustRunCLI(t, env, "token", "create", "--agent", name, "--db", db))
+	}
+	endpoint := serveHTTP(t, env, "--http", "127.0.0.1:0", "--db", db, "--max-sessions", "2", "--max-sessions-per-identity", "1")
+	open := func(name string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tokens[name])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, c := range []struct {
+		name string
+		want int
+	}{{"alice", http.StatusOK}, {"alice", http.StatusTooManyRequests}, {"bob", http.StatusOK}, {"carol", http.StatusServiceUnavailable}} {
+		if r := open(c.name); r.StatusCode != c.want || (c.want != http.StatusOK && r.Header.Get("Retry-After") == "") {
+			t.Errorf("%s: %d Retry-After %q, want %d", c.name, r.StatusCode, r.Header.Get("Retry-After"), c.want)
 		}
 	}
 }

@@ -33,6 +33,8 @@ type serveFlags struct {
 	allowOrigin []string
 	rate        float64
 	pprof       string
+	sessions    int // --max-sessions
+	sessionsPer int // --max-sessions-per-identity; 0 is a tenth of sessions
 
 	conceptsMode string
 	ollamaURL    string
@@ -83,6 +85,10 @@ requests without a token act as that agent.`,
 				return fmt.Errorf("--cpu-budget must be positive (got %v)", f.cpuBudget)
 			case f.rate < 0:
 				return fmt.Errorf("--rate must be 0 (no limit) or more (got %g)", f.rate)
+			case f.sessions < 1:
+				return fmt.Errorf("--max-sessions must be at least 1 (got %d)", f.sessions)
+			case f.sessionsPer < 0 || f.sessionsPer > f.sessions:
+				return fmt.Errorf("--max-sessions-per-identity must be between 1 and --max-sessions (%d), or 0 for a tenth of it (got %d)", f.sessions, f.sessionsPer)
 			}
 			for _, o := range f.allowOrigin {
 				if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
@@ -103,6 +109,8 @@ requests without a token act as that agent.`,
 	fl.StringSliceVar(&f.allowOrigin, "allow-origin", nil, "HTTP: a browser origin (scheme://host[:port]) allowed besides the server's own;\nrepeat or comma-separate for more. Any other Origin header gets 403")
 	fl.Float64Var(&f.rate, "rate", 0, "HTTP: at most N requests per second per identity (429 with Retry-After); 0 is no limit")
 	fl.StringVar(&f.pprof, "pprof", "", "serve Go profiles (net/http/pprof) at http://ADDR/debug/pprof/ on a listener of\ntheir own; loopback addresses only; off unless given")
+	fl.IntVar(&f.sessions, "max-sessions", mcp.DefaultMaxSessions, "HTTP: at most N open MCP sessions in all (503 with Retry-After beyond)")
+	fl.IntVar(&f.sessionsPer, "max-sessions-per-identity", 0, "HTTP: at most N open MCP sessions per identity (429 with Retry-After beyond),\nso one caller cannot take every session; 0 is a tenth of --max-sessions (100)")
 	fl.StringVar(&f.conceptsMode, "concepts", "embedded", "concept extractor run by this process: embedded, ollama, or off\n(off leaves queued jobs to other processes sharing the database)")
 	fl.StringVar(&f.ollamaURL, "ollama-url", "", "Ollama's URL for --concepts ollama (env MAILROOM_OLLAMA_URL; default http://localhost:11434)")
 	fl.StringVar(&f.conceptModel, "concept-model", "", "model for --concepts ollama (env MAILROOM_CONCEPT_MODEL; default gemma3)")
@@ -128,7 +136,7 @@ func (m *Main) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	opts := mcp.Options{MaxBody: f.maxBody, Logger: m.log, Limits: f.limits, CallBudget: f.callBudget, CPUBudget: f.cpuBudget,
-		HTTP: mcp.HTTPOptions{AllowOrigins: f.allowOrigin, Rate: f.rate}}
+		HTTP: mcp.HTTPOptions{AllowOrigins: f.allowOrigin, Rate: f.rate, MaxSessions: f.sessions, MaxSessionsPerIdentity: f.sessionsPer}}
 	if f.agent != "" && (f.http == "" || f.agentOK) {
 		id, err := m.store.EnsureAgent(ctx, f.agent)
 		if err != nil {
