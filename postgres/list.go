@@ -185,8 +185,13 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		} else if len(f.Search) > 0 {
 			mcond += ` AND m.fts @@ ` + tsquery(f.Search, param)
 		}
-		for _, c := range f.Concepts {
-			mcond += ` AND EXISTS (SELECT 1 FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ` + param(c) + `)`
+		if len(f.Concepts) > 0 {
+			// One condition for any number of tags (distinct, so a count of
+			// len says every one is there): one EXISTS per tag made the
+			// planner search joins of up to 50 semi-joins per branch, seconds
+			// of planning for a 50-tag filter on an empty store.
+			mcond += ` AND (SELECT count(*) FROM message_concept c WHERE c.message_seq = m.seq AND c.concept_id = ANY(` +
+				param(f.Concepts) + `::text[])) = ` + param(len(f.Concepts))
 		}
 		var related string // the page's order: shared concepts first
 		if f.RelatedTo != "" {
