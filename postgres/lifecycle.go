@@ -186,23 +186,55 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			return err
 		}
 		args := []any{me.ID, roles.ids, roles.own}
-		unread := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, "")
-		var oldest *time.Time
+		// Personal deliveries are counted from mailbox_count (kept by
+		// triggers in every write transaction); the role branch is counted
+		// as List builds it: which role deliveries reach the caller depends
+		// on the caller's other deliveries, roles and deletions.
 		u := &st.Unread
-		err = tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE d.via = 'direct'), count(*) FILTER (WHERE d.via = 'broadcast'), count(*) FILTER (WHERE d.via = 'role'),
-				count(*) FILTER (WHERE s.kind = 'human'), count(*) FILTER (WHERE m.priority = 'high'), count(*) FILTER (WHERE m.priority = 'normal'), count(*) FILTER (WHERE m.priority = 'low'),
-				min(m.created_at)
-			FROM (`+unread[0]+` UNION ALL `+unread[1]+`) b JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
-			JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id`, args...).
-			Scan(&u.Total, &u.Direct, &u.Broadcast, &u.Role, &u.Human, &u.ByPriority.High, &u.ByPriority.Normal, &u.ByPriority.Low, &oldest)
+		var personalArchived int
+		err = tx.QueryRow(ctx, `SELECT coalesce(sum(n) FILTER (WHERE unread AND NOT archived), 0)::bigint, coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND via = 'direct'), 0)::bigint,
+				coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND via = 'broadcast'), 0)::bigint, coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND human), 0)::bigint,
+				coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND priority = 'high'), 0)::bigint, coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND priority = 'normal'), 0)::bigint,
+				coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND priority = 'low'), 0)::bigint, coalesce(sum(n) FILTER (WHERE archived), 0)::bigint
+			FROM mailbox_count WHERE recipient = $1 AND (archived OR unread)`, me.ID).
+			Scan(&u.Total, &u.Direct, &u.Broadcast, &u.Human, &u.ByPriority.High, &u.ByPriority.Normal, &u.ByPriority.Low, &personalArchived)
 		if err != nil {
 			return err
 		}
-		st.OldestUnreadAt = utc(oldest)
-		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")
-		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM (`+archived[0]+`) a) + (SELECT count(*) FROM (`+archived[1]+`) b)`, args...).Scan(&st.Archived); err != nil {
+		// The oldest unread personal delivery: the first of the caller's
+		// key range that is unread (no index covers read_at, see 0001).
+		var oldest *time.Time
+		if u.Total > 0 {
+			if err := tx.QueryRow(ctx, `SELECT m.created_at FROM message m WHERE m.seq = (SELECT d.message_seq FROM delivery d
+				WHERE d.recipient = $1 AND d.via <> 'role' AND d.read_at IS NULL AND d.archived_at IS NULL ORDER BY d.message_seq LIMIT 1)`, me.ID).Scan(&oldest); err != nil && !isNoRows(err) {
+				return err
+			}
+		}
+		roleUnread := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, "")[1]
+		var r struct{ n, human, high, normal, low int }
+		var roleOldest *time.Time
+		err = tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE s.kind = 'human'), count(*) FILTER (WHERE m.priority = 'high'),
+				count(*) FILTER (WHERE m.priority = 'normal'), count(*) FILTER (WHERE m.priority = 'low'), min(m.created_at)
+			FROM (`+roleUnread+`) b JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id`, args...).
+			Scan(&r.n, &r.human, &r.high, &r.normal, &r.low, &roleOldest)
+		if err != nil {
 			return err
 		}
+		u.Total += r.n
+		u.Role = r.n
+		u.Human += r.human
+		u.ByPriority.High += r.high
+		u.ByPriority.Normal += r.normal
+		u.ByPriority.Low += r.low
+		if oldest == nil || (roleOldest != nil && roleOldest.Before(*oldest)) {
+			oldest = roleOldest
+		}
+		st.OldestUnreadAt = utc(oldest)
+		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")[1]
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+archived+`) b`, args...).Scan(&st.Archived); err != nil {
+			return err
+		}
+		st.Archived += personalArchived
 		to := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = $4)`)
 		held, err := heldRoles(ctx, tx, me)
 		if err != nil {

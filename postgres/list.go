@@ -136,11 +136,14 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		} else if !f.IncludeArchived {
 			dcond += ` AND d.archived_at IS NULL`
 		}
+		var via, priority string // their parameters, which the count reuses
 		if f.Via != "" {
-			dcond += ` AND d.via = ` + param(f.Via)
+			via = param(f.Via)
+			dcond += ` AND d.via = ` + via
 		}
 		if f.Priority != "" {
-			mcond += ` AND m.priority = ` + param(string(f.Priority))
+			priority = param(string(f.Priority))
+			mcond += ` AND m.priority = ` + priority
 		}
 		if f.FromHuman {
 			mcond += ` AND m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')`
@@ -219,7 +222,11 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		}
 		var count strings.Builder
 		count.WriteString(`SELECT 0`)
-		for _, p := range parts {
+		for i, p := range parts {
+			if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
+				count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
+				continue
+			}
 			count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)
 		}
 		// The listing queries vary with the filters: run them as unnamed
@@ -294,6 +301,39 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
 	}
 	return page, nil
+}
+
+// counted reports whether mailbox_count answers the personal branch's count
+// for f: it holds the caller's personal deliveries by archived and read
+// state, route, priority and the sender's kind, and nothing finer.
+func counted(f mailroom.ListFilter) bool {
+	return f.ThreadID == "" && !f.FromMe && f.FromName == "" && f.To == "" && len(f.Search) == 0 && !f.QueryEmpty &&
+		len(f.Concepts) == 0 && f.RelatedTo == ""
+}
+
+// personalCount is the count of the personal inbox branch under f's
+// conditions, summed from mailbox_count ($1 is the reader's id; via and
+// priority are the parameters of f's Via and Priority).
+func personalCount(f mailroom.ListFilter, via, priority string) string {
+	q := `SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = $1`
+	if f.ArchivedOnly {
+		q += ` AND archived`
+	} else if !f.IncludeArchived {
+		q += ` AND NOT archived`
+	}
+	if f.UnreadOnly {
+		q += ` AND unread`
+	}
+	if via != "" {
+		q += ` AND via = ` + via
+	}
+	if priority != "" {
+		q += ` AND priority = ` + priority
+	}
+	if f.FromHuman {
+		q += ` AND human`
+	}
+	return q
 }
 
 // RelatedScan bounds relatedTo: per concept of the message, only the

@@ -125,16 +125,20 @@ func ptr[T any](v T) *T { return &v }
 func BenchmarkDrain(b *testing.B) {
 	for _, n := range []int{100_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var c cpuMeter
 			for b.Loop() {
 				b.StopTimer()
 				e := newBenchEnv(b)
 				e.seed(b, n)
 				b.StartTimer()
+				c.resume()
 				rc, err := e.s.MarkAllRead(e.bob, "", false)
+				c.pause()
 				if err != nil || rc.DurableCount != n || rc.Status != "read" {
 					b.Fatalf("%+v %v", rc, err)
 				}
 			}
+			c.report(b)
 		})
 	}
 }

@@ -37,3 +37,29 @@ func WatchChecks(s *Store) int64 { return s.watchChecks.Load() }
 // Watching reports whether the change watcher is watching (holds its
 // connection and file watch).
 func Watching(s *Store) bool { return s.watching.Load() }
+
+// CountMismatches recounts every recipient's personal deliveries and
+// returns the mailbox_count rows that differ from the recount.
+func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `WITH recount AS (
+			SELECT d.recipient_id, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, d.via, m.priority, s.kind = 'human' AS human, count(*) AS n
+			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
+			WHERE d.recipient_id IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6),
+		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0)
+		SELECT 'kept ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM kept EXCEPT SELECT * FROM recount)
+		UNION ALL
+		SELECT 'recount ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM recount EXCEPT SELECT * FROM kept)`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

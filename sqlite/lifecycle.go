@@ -224,10 +224,11 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			return err
 		}
 		rj := jsonStrings(roles)
-		// The unread counts in two passes, one per inbox branch, each
-		// reading every unread delivery once with its message: the
-		// personal branch from the delivery_unread index, the role branch
-		// as List builds it.
+		// Personal deliveries are counted from mailbox_count (a few rows per
+		// recipient, kept by triggers in every write transaction); the role
+		// branch is counted as List builds it: role deliveries are shared by
+		// a role's holders, and which of them reach the caller depends on
+		// the caller's other deliveries, roles and deletions.
 		const unreadCond = ` AND d.archived_at IS NULL AND d.read_at IS NULL`
 		const sums = `count(*), coalesce(sum(m.priority = 'high'), 0), coalesce(sum(m.priority = 'normal'), 0), coalesce(sum(m.priority = 'low'), 0), min(m.seq)`
 		type pass struct {
@@ -235,18 +236,21 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			oldest                      sql.NullInt64
 		}
 		var p, r pass
-		var broadcast int
-		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`, coalesce(sum(d.via = 'broadcast'), 0)
-			FROM delivery d CROSS JOIN message m ON m.seq = d.message_seq WHERE d.recipient_id = ?1`+unreadCond, me.ID).
-			Scan(&p.n, &p.high, &p.normal, &p.low, &p.oldest, &broadcast); err != nil {
+		var broadcast, personalArchived int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n) FILTER (WHERE unread), 0),
+				coalesce(sum(n) FILTER (WHERE unread AND priority = 'high'), 0), coalesce(sum(n) FILTER (WHERE unread AND priority = 'normal'), 0),
+				coalesce(sum(n) FILTER (WHERE unread AND priority = 'low'), 0), coalesce(sum(n) FILTER (WHERE unread AND human), 0),
+				coalesce(sum(n) FILTER (WHERE unread AND via = 'broadcast'), 0),
+				(SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1 AND archived = 1)
+			FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0`, me.ID).
+			Scan(&p.n, &p.high, &p.normal, &p.low, &p.human, &broadcast, &personalArchived); err != nil {
 			return err
 		}
-		// Mail from humans, counted from the human senders' side: humans
-		// are few and write little, and a per-row test of the sender's kind
-		// would double the pass above.
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM identity h CROSS JOIN message m ON m.sender_id = h.id
-			CROSS JOIN delivery d ON d.recipient_id = ?1 AND d.message_seq = m.seq WHERE h.kind = 'human'`+unreadCond, me.ID).Scan(&p.human); err != nil {
-			return err
+		if p.n > 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT min(message_seq) FROM delivery WHERE recipient_id = ?1 AND read_at IS NULL AND archived_at IS NULL`, me.ID).
+				Scan(&p.oldest); err != nil {
+				return err
+			}
 		}
 		roleUnread := inboxBranches(unreadCond, "")[1]
 		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`, coalesce(sum(m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')), 0)
@@ -270,10 +274,11 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			t := parseTS(at)
 			st.OldestUnreadAt = &t
 		}
-		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")
-		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (`+archived[0]+`)) + (SELECT count(*) FROM (`+archived[1]+`))`, me.ID, rj).Scan(&st.Archived); err != nil {
+		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")[1]
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+archived+`)`, me.ID, rj).Scan(&st.Archived); err != nil {
 			return err
 		}
+		st.Archived += personalArchived
 		// Per role: the unread role-queue mail addressed to it, from the
 		// role branch alone (role deliveries are few beside an inbox).
 		to := inboxBranches(unreadCond, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?3)`)[1]

@@ -19,19 +19,25 @@ func BenchmarkMailboxStatus(b *testing.B) {
 	unreadList, _ := mailroom.ListInput{UnreadOnly: true}.Filter()
 	run := func(name string, unread int) {
 		b.Run(name, func(b *testing.B) {
+			c := startCPU()
 			for b.Loop() {
 				st, err := e.s.Status(e.bob)
 				if err != nil || st.Unread.Total != unread {
 					b.Fatalf("%+v %v", st.Unread, err)
 				}
 			}
+			c.pause()
+			c.report(b)
 		})
 		b.Run(name+"/list-unread", func(b *testing.B) {
+			c := startCPU()
 			for b.Loop() {
 				if p, err := e.s.List(e.bob, unreadList); err != nil || p.TotalCount != unread {
 					b.Fatalf("%d %v", p.TotalCount, err)
 				}
 			}
+			c.pause()
+			c.report(b)
 		})
 	}
 	run("100k-unread", 100_000)

@@ -114,11 +114,14 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.UnreadOnly {
 			dcond += ` AND d.read_at IS NULL`
 		}
+		var via, priority string // their parameters, which the count reuses
 		if f.Via != "" {
-			dcond += ` AND d.via = ` + param(f.Via)
+			via = param(f.Via)
+			dcond += ` AND d.via = ` + via
 		}
 		if f.Priority != "" {
-			mcond += ` AND m.priority = ` + param(string(f.Priority))
+			priority = param(string(f.Priority))
+			mcond += ` AND m.priority = ` + priority
 		}
 		if f.FromHuman {
 			mcond += ` AND m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')`
@@ -161,10 +164,15 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			p := param(f.Before)
 			dbefore, mbefore = ` AND d.message_seq < `+p, ` AND m.seq < `+p
 		}
+		var ocond string // outbox-only conditions
 		if f.QueryEmpty {
 			mcond += ` AND 0`
 		} else if len(f.Search) > 0 {
-			mcond += ` AND m.seq IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(ftsQuery(f.Search)) + `)`
+			// On the delivery's seq, so the personal branch need not read
+			// each match's message row as well as its delivery.
+			match := `IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(ftsQuery(f.Search)) + `)`
+			dcond += ` AND d.message_seq ` + match
+			ocond += ` AND m.seq ` + match
 		}
 		if len(f.Concepts) > 0 {
 			// One condition for any number of tags (distinct, so a count
@@ -195,8 +203,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
 			// Outbox rows have no read state, archive or route of the
 			// caller's, so listings by those have none of them.
-			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
-			pageParts = append(pageParts, outboxBranch(mcond+mbefore, f.Box == mailroom.BoxAll))
+			parts = append(parts, outboxBranch(mcond+ocond, f.Box == mailroom.BoxAll))
+			pageParts = append(pageParts, outboxBranch(mcond+ocond+mbefore, f.Box == mailroom.BoxAll))
 		}
 		if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
 			return err
@@ -206,7 +214,11 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		}
 		var count strings.Builder
 		count.WriteString(`SELECT 0`)
-		for _, p := range parts {
+		for i, p := range parts {
+			if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
+				count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
+				continue
+			}
 			count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 		}
 		// The count and page queries vary with the filters: the common
@@ -259,6 +271,39 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
 	}
 	return page, nil
+}
+
+// counted reports whether mailbox_count answers the personal branch's count
+// for f: it holds the caller's personal deliveries by archived and read
+// state, route, priority and the sender's kind, and nothing finer.
+func counted(f mailroom.ListFilter) bool {
+	return f.ThreadID == "" && !f.FromMe && f.FromName == "" && f.To == "" && len(f.Search) == 0 && !f.QueryEmpty &&
+		len(f.Concepts) == 0 && f.RelatedTo == ""
+}
+
+// personalCount is the count of the personal inbox branch under f's
+// conditions, summed from mailbox_count (?1 is the reader's id; via and
+// priority are the parameters of f's Via and Priority).
+func personalCount(f mailroom.ListFilter, via, priority string) string {
+	q := `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1`
+	if f.ArchivedOnly {
+		q += ` AND archived = 1`
+	} else if !f.IncludeArchived {
+		q += ` AND archived = 0`
+	}
+	if f.UnreadOnly {
+		q += ` AND unread = 1`
+	}
+	if via != "" {
+		q += ` AND via = ` + via
+	}
+	if priority != "" {
+		q += ` AND priority = ` + priority
+	}
+	if f.FromHuman {
+		q += ` AND human = 1`
+	}
+	return q
 }
 
 // RelatedScan bounds relatedTo: per concept of the message, only the

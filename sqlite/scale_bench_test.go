@@ -55,21 +55,28 @@ func BenchmarkScale(b *testing.B) {
 				{"query-1pct", mailroom.ListInput{Query: st.Rare}, n / 100},
 				{"query-every-message", mailroom.ListInput{Query: st.Common}, n},
 				{"deep-offset", mailroom.ListInput{Offset: ptr(9 * n / 10)}, n},
+				// bob's inbox is every message, seq 1..n: the page below
+				// position n/10 is 90% of the way down.
+				{"deep-cursor", mailroom.ListInput{Cursor: ptr(mailroom.Cursor(int64(n / 10)))}, n},
 			} {
 				f, err := tc.in.Filter()
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Run(tc.name, func(b *testing.B) {
+					var lat []time.Duration
 					c := startCPU()
 					for b.Loop() {
+						start := time.Now()
 						p, err := st.List(st.Bob, f)
-						if err != nil || p.TotalCount != tc.total {
-							b.Fatalf("%v: total %d, want %d", err, p.TotalCount, tc.total)
+						if err != nil || p.TotalCount != tc.total || len(p.Messages) != min(50, tc.total) {
+							b.Fatalf("%v: total %d, want %d (%d rows)", err, p.TotalCount, tc.total, len(p.Messages))
 						}
+						lat = append(lat, time.Since(start))
 					}
 					c.pause()
 					c.report(b)
+					reportLatency(b, lat)
 				})
 			}
 			b.Run("send", func(b *testing.B) {
@@ -141,6 +148,18 @@ func BenchmarkSendGrowth(b *testing.B) {
 		b.ReportMetric(med[2]/med[0], "x-1M/1k")
 		b.ReportMetric(float64(cpu[2])/float64(cpu[0]), "cpu-x-1M/1k")
 	}
+}
+
+// reportLatency reports the median and 95th percentile of per-call wall
+// times (p95 is the slowest call when there are fewer than 20).
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*95/100)]), "p95-ms")
 }
 
 // cpuMeter adds up this process's CPU time (user and system, every
