@@ -97,8 +97,8 @@ func TestCountsMigrationBackfillsExistingMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		`DROP TRIGGER delivery_count_insert`, `DROP TRIGGER delivery_count_delete`, `DROP TRIGGER delivery_count_update`,
-		`DROP TABLE mailbox_count`, `DROP TABLE mailbox_count_pause`, `DELETE FROM schema_migration WHERE version = 9`,
+		`DROP TRIGGER delivery_count_insert`, `DROP TRIGGER delivery_count_delete`,
+		`DROP TABLE mailbox_count`, `DELETE FROM schema_migration WHERE version = 9`,
 		// Mail that changed before the upgrade: 10 read, 5 archived.
 		`UPDATE delivery SET read_at = delivered_at WHERE id <= 10`,
 		`UPDATE delivery SET archived_at = delivered_at WHERE id > 25`,

@@ -46,7 +46,7 @@ func (s *Store) recipientWrite(ctx context.Context, messageID, update string) er
 		if err := touchDelivery(ctx, tx, me, t.delivery); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, update, t.delivery)
+		_, err = countedUpdate(ctx, tx, t.delivery, update, t.delivery)
 		return err
 	})
 }

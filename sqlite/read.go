@@ -178,7 +178,13 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 		if err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, ?) WHERE id = ? RETURNING archived_at`, ts(tx.now()), t.delivery).Scan(&at)
+		if err := countOut(ctx, tx, `= ?`, t.delivery); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, ?) WHERE id = ? RETURNING archived_at`, ts(tx.now()), t.delivery).Scan(&at); err != nil {
+			return err
+		}
+		return countIn(ctx, tx, `= ?`, t.delivery)
 	})
 	if err != nil {
 		return mailroom.ArchiveReceipt{}, err
@@ -193,6 +199,7 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 // rule to the whole inbox at once.
 type marker struct {
 	s    *Store
+	tx   *ptx
 	me   mailroom.Identity
 	stmt *sql.Stmt
 	at   string
@@ -203,7 +210,7 @@ func (s *Store) newMarker(ctx context.Context, tx *ptx, me mailroom.Identity) (*
 	if err != nil {
 		return nil, err
 	}
-	return &marker{s: s, me: me, stmt: stmt, at: ts(tx.now())}, nil
+	return &marker{s: s, tx: tx, me: me, stmt: stmt, at: ts(tx.now())}, nil
 }
 
 // mark marks one delivery read; one already read keeps its first readAt.
@@ -215,8 +222,13 @@ func (mk *marker) mark(ctx context.Context, delivery int64, messageID func() str
 			return err
 		}
 	}
-	_, err := mk.stmt.ExecContext(ctx, mk.at, mk.me.ID, delivery)
-	return err
+	if err := countOut(ctx, mk.tx, `= ?`, delivery); err != nil {
+		return err
+	}
+	if _, err := mk.stmt.ExecContext(ctx, mk.at, mk.me.ID, delivery); err != nil {
+		return err
+	}
+	return countIn(ctx, mk.tx, `= ?`, delivery)
 }
 
 // MarkRead marks each id read for the caller, one result per id in order.
@@ -344,8 +356,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		if ok, err := markAllCounted(ctx, tx, me.ID, marked, rc.MatchedCount-len(rc.Failures)); ok || err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, ts(tx.now()), me.ID, marked)
-		return err
+		return markCounted(ctx, tx, me.ID, marked)
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
@@ -364,12 +375,10 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 
 // markAllCounted is the drain's marking when its snapshot (n delivery ids,
 // JSON in marked) is still every unread, unarchived personal delivery of
-// the caller: it marks them with the update trigger paused and moves the
-// caller's unread counts to read in two statements, instead of a trigger
-// run per row (which doubled a drain's cost). Anything else (mail that
-// arrived or was read or archived since the snapshot, a drain through a
-// watermark) is rolled back to where it started and reported as not done,
-// for the marking that the trigger counts row by row.
+// the caller: it marks them and moves the caller's unread counts to read in
+// two statements. It reports false, having changed nothing, when the inbox
+// moved since the snapshot (mail arrived, or was read or archived) or the
+// drain stops at a watermark: then markCounted counts what it marks.
 func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int) (bool, error) {
 	var unread int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ? AND archived = 0 AND unread = 1`, me).Scan(&unread); err != nil {
@@ -381,11 +390,9 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT drain`); err != nil {
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO mailbox_count_pause (paused) VALUES (1)`); err != nil {
-		return false, err
-	}
+	// By id, as markCounted: + keeps delivery_unread out of the plan.
 	res, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3))
-		AND read_at IS NULL AND archived_at IS NULL AND +recipient_id = ?2`, ts(tx.now()), me, marked) // by id, as the plain drain: + keeps delivery_unread out of the plan
+		AND read_at IS NULL AND archived_at IS NULL AND +recipient_id = ?2`, ts(tx.now()), me, marked)
 	if err != nil {
 		return false, err
 	}
@@ -397,7 +404,6 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int
 		return false, err
 	}
 	for _, q := range []string{
-		`DELETE FROM mailbox_count_pause`,
 		`INSERT INTO mailbox_count (recipient_id, archived, unread, via, priority, human, n)
 			SELECT recipient_id, 0, 0, via, priority, human, n FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0 AND unread = 1 AND n > 0
 			ON CONFLICT DO UPDATE SET n = n + excluded.n`,
@@ -409,6 +415,19 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int
 		}
 	}
 	return true, nil
+}
+
+// markCounted marks the snapshot's deliveries (JSON ids in marked) read,
+// taking them out of their counts first and putting them back after.
+func markCounted(ctx context.Context, tx *ptx, me int64, marked string) error {
+	const in = `IN (SELECT value FROM json_each(?))`
+	if err := countOut(ctx, tx, in, marked); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, ts(tx.now()), me, marked); err != nil {
+		return err
+	}
+	return countIn(ctx, tx, in, marked)
 }
 
 // failMarks runs the FailMark test hook over each snapshot item, as the
