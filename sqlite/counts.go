@@ -45,3 +45,13 @@ func countedUpdate(ctx context.Context, tx *ptx, did int64, update string, args 
 	}
 	return res, countIn(ctx, tx, `= ?`, did)
 }
+
+// recount counts the recipient's personal deliveries again from scratch:
+// the one path that costs a pass over a mailbox, for a drain that raced
+// other changes of the same inbox.
+func recount(ctx context.Context, tx *ptx, recipient int64) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM mailbox_count WHERE recipient_id = ?`, recipient); err != nil {
+		return err
+	}
+	return countIn(ctx, tx, `IN (SELECT id FROM delivery WHERE recipient_id = ?)`, recipient)
+}
