@@ -27,8 +27,13 @@ type changePayload struct {
 	Roles      []string `json:"r,omitempty"`
 }
 
-// maxPayloadEntries keeps a payload far below PostgreSQL's 8,000-byte limit.
-const maxPayloadEntries = 200
+// maxPayloadEntries keeps a payload short; maxPayloadBytes keeps it below
+// PostgreSQL's 8,000-byte limit (pg_notify fails the transaction above it),
+// which 200 long role names pass.
+const (
+	maxPayloadEntries = 200
+	maxPayloadBytes   = 7000
+)
 
 // notify queues a change notification in tx; it is sent if tx commits.
 func (s *Store) notify(ctx context.Context, tx pgx.Tx, c mailroom.Change) error {
@@ -49,6 +54,9 @@ func (s *Store) payload(c mailroom.Change) string {
 		p = changePayload{All: true}
 	}
 	b, _ := json.Marshal(p)
+	if len(b) > maxPayloadBytes {
+		b, _ = json.Marshal(changePayload{All: true})
+	}
 	return string(b)
 }
 

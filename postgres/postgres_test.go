@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,5 +279,60 @@ func TestSendRoundTrips(t *testing.T) {
 		if n := rt.n.Load(); n != tc.want {
 			t.Errorf("%s: %d round trips, want %d", tc.name, n, tc.want)
 		}
+	}
+}
+
+// A change whose inbox list is long in bytes (many roles with long names)
+// still fits PostgreSQL's 8,000-byte NOTIFY payload: a drain of every role
+// queue of an identity holding 70 such roles commits and wakes a listener.
+func TestLongChangeFitsNotifyPayload(t *testing.T) {
+	s := open(t, pgtest.URL(t), postgres.Options{})
+	ctx := context.Background()
+	alice, err := s.EnsureAgent(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := s.EnsureAgent(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var to []string
+	for i := range 70 {
+		role := fmt.Sprintf("%03d-%s", i, strings.Repeat("r", 120))
+		if err := s.GrantRole(ctx, "bob", role); err != nil {
+			t.Fatal(err)
+		}
+		if len(to) < 50 {
+			to = append(to, "role:"+role)
+		}
+	}
+	d := draft(t, "@bob")
+	d.To = nil
+	for _, a := range to {
+		addr, err := mailroom.ParseAddress(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.To = append(d.To, addr)
+	}
+	if _, err := s.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
+		t.Fatalf("send to 50 long role names: %v", err)
+	}
+	sub := s.Subscribe()
+	defer sub.Close()
+	rc, err := s.MarkAllRead(mailroom.WithCaller(ctx, bob), "", true)
+	if err != nil {
+		t.Fatalf("mark all read with 70 long roles: %v", err)
+	}
+	if rc.ReadCount != 1 || rc.FailureCount != 0 {
+		t.Errorf("read %d (%d failures), want the one message", rc.ReadCount, rc.FailureCount)
+	}
+	select {
+	case <-sub.C():
+		if c := sub.Take(); !c.Touches(bob.ID, nil) {
+			t.Errorf("the drain's change %+v does not name bob", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no change signal for the drain")
 	}
 }
