@@ -1,6 +1,7 @@
 package mailroom
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -48,6 +49,20 @@ type Draft struct {
 	InReplyTo       string
 	Priority        Priority
 	Concepts        []Concept
+}
+
+// Sender returns who sends d: the caller in ctx, once d is complete
+// enough to store (the transport has set its origin session). Every
+// store's send paths start here.
+func Sender(ctx context.Context, d Draft) (Identity, error) {
+	me, err := CallerFrom(ctx)
+	if err != nil {
+		return Identity{}, err
+	}
+	if d.OriginSessionID == "" {
+		return Identity{}, Errorf(EINVALID, "originSessionId is required")
+	}
+	return me, nil
 }
 
 // SendInput is add_message's arguments as decoded by a transport.

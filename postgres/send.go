@@ -17,12 +17,9 @@ import (
 // notification as a single implicit transaction (a pgx batch without BEGIN
 // commits at its end). A reply resolves its parent first, two more.
 func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceipt, error) {
-	me, err := mailroom.CallerFrom(ctx)
+	me, err := mailroom.Sender(ctx, d)
 	if err != nil {
 		return mailroom.SendReceipt{}, err
-	}
-	if d.OriginSessionID == "" {
-		return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
 	}
 	p, err := plan(ctx, s.pool, me, d)
 	if err != nil {
@@ -315,7 +312,7 @@ func sortedUnique(list []string) []string {
 // few set-based statements each. It exists to seed large mailboxes for
 // benchmarks and load tests; servers never call it.
 func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
-	me, err := mailroom.CallerFrom(ctx)
+	me, err := mailroom.Sender(ctx, d)
 	if err != nil {
 		return err
 	}

@@ -23,12 +23,9 @@ const maxBulkVars = 30_000
 // it. The draft is resolved once per transaction and each table gets
 // multi-row INSERTs, so a million messages take about a minute.
 func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
-	me, err := mailroom.CallerFrom(ctx)
+	me, err := mailroom.Sender(ctx, d)
 	if err != nil {
 		return err
-	}
-	if d.OriginSessionID == "" {
-		return mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
 	}
 	for n > 0 {
 		k := min(n, bulkChunk)

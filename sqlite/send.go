@@ -10,12 +10,9 @@ import (
 
 // Send stores a message and all its edges in one transaction.
 func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceipt, error) {
-	me, err := mailroom.CallerFrom(ctx)
+	me, err := mailroom.Sender(ctx, d)
 	if err != nil {
 		return mailroom.SendReceipt{}, err
-	}
-	if d.OriginSessionID == "" {
-		return mailroom.SendReceipt{}, mailroom.Errorf(mailroom.EINVALID, "originSessionId is required")
 	}
 	var r mailroom.SendReceipt
 	err = s.writeGrouped(ctx, func(ctx context.Context, tx *ptx) error {
