@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,11 +84,13 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	rt.n.Store(0)
+	cpu := serverCPU(b)
 	for b.Loop() {
 		if _, err := e.s.Send(e.alice, d); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportServerCPU(b, cpu, b.N)
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
 }
 
@@ -120,12 +125,14 @@ func BenchmarkListInbox(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
+			cpu := serverCPU(b)
 			for b.Loop() {
 				p, err := e.s.List(e.bob, f)
 				if err != nil || p.TotalCount != tc.total {
 					b.Fatalf("%v %d", err, p.TotalCount)
 				}
 			}
+			reportServerCPU(b, cpu, b.N)
 		})
 	}
 }
@@ -141,11 +148,15 @@ func BenchmarkDrain(b *testing.B) {
 				b.StopTimer()
 				e := newBenchEnv(b)
 				e.seed(b, n)
+				cpu := serverCPU(b)
 				b.StartTimer()
 				rc, err := e.s.MarkAllRead(e.bob, "", false)
 				if err != nil || rc.DurableCount != n || rc.Status != "read" {
 					b.Fatalf("%+v %v", rc, err)
 				}
+				b.StopTimer()
+				reportServerCPU(b, cpu, 1)
+				b.StartTimer()
 			}
 		})
 	}
@@ -197,10 +208,49 @@ func BenchmarkPurge(b *testing.B) {
 		if _, err := e.s.MarkAllRead(e.bob, "", false); err != nil {
 			b.Fatal(err)
 		}
+		cpu := serverCPU(b)
 		b.StartTimer()
 		rep, err := e.s.Purge(context.Background(), mailroom.PurgeRequest{Before: time.Now().Add(time.Hour)})
 		if err != nil || rep.Messages != n || rep.Deliveries != n {
 			b.Fatalf("%+v %v", rep, err)
 		}
+		b.StopTimer()
+		reportServerCPU(b, cpu, 1)
+		b.StartTimer()
 	}
+}
+
+// serverCPU returns the CPU time the benchmark cluster's server processes
+// have used, when MAILROOM_BENCH_PG_PID names its postmaster (the first
+// line of DATADIR/postmaster.pid), else -1: the server's CPU per operation
+// is steadier than wall time on a shared machine.
+func serverCPU(b *testing.B) time.Duration {
+	pid := os.Getenv("MAILROOM_BENCH_PG_PID")
+	if pid == "" {
+		return -1
+	}
+	var ticks int64
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After "(comm)": state ppid ... utime(14) stime(15), 1-based from pid.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		if len(f) > 13 && (f[1] == pid || d.Name() == pid) {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + s
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// reportServerCPU reports the server CPU per operation since start.
+func reportServerCPU(b *testing.B, start time.Duration, n int) {
+	if start < 0 {
+		return
+	}
+	b.ReportMetric(float64((serverCPU(b)-start).Microseconds())/1000/float64(n), "server-cpu-ms/op")
 }
