@@ -36,6 +36,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, open(t)) })
 	t.Run("Threads", func(t *testing.T) { testThreads(t, open(t)) })
 	t.Run("ListFilters", func(t *testing.T) { testListFilters(t, open(t)) })
+	t.Run("ConceptFilters", func(t *testing.T) { testConceptFilters(t, open(t)) })
 	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
 	t.Run("CursorPaging", func(t *testing.T) { testCursorPaging(t, open(t)) })
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
@@ -421,6 +422,18 @@ func testThreads(t *testing.T, s mailroom.Store) {
 		t.Fatal("a new message joined an old thread")
 	}
 	wantIDs(t, "the thread", ids(e.list("alice", mailroom.ListInput{Box: "all", ThreadID: root.ThreadID})), reply.MessageID, root.MessageID)
+}
+
+// taggedConcepts: every concept given must be on the message.
+func testConceptFilters(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	wal, _ := e.trySend("alice", mailroom.SendInput{To: []string{"@carol"}, Subject: "WAL", Body: "b", TaggedConcepts: []string{"wal"}})
+	all, _ := e.trySend("alice", mailroom.SendInput{To: []string{"@carol"}, Subject: "all three", Body: "b", TaggedConcepts: []string{"wal", "checkpoint", "readers"}})
+	list := func(cs ...string) []string { return ids(e.list("carol", mailroom.ListInput{TaggedConcepts: cs})) }
+	wantIDs(t, "one concept", list("CONCEPT:wal"), all.MessageID, wal.MessageID)
+	wantIDs(t, "two concepts", list("CONCEPT:wal", "CONCEPT:checkpoint"), all.MessageID)
+	wantIDs(t, "three, any order, repeated", list("CONCEPT:readers", "CONCEPT:wal", "CONCEPT:checkpoint", "CONCEPT:wal"), all.MessageID)
+	wantIDs(t, "one nobody has", list("CONCEPT:wal", "CONCEPT:checkpoint", "CONCEPT:zeppelin"))
 }
 
 func testListFilters(t *testing.T, s mailroom.Store) {
