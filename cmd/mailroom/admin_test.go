@@ -36,6 +36,7 @@ func wantFailure(t *testing.T, stdout, stderr string, err error, want string) {
 }
 
 func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	out := mustRunCLI(t, env, "--version")
 	if !regexp.MustCompile(`^mailroom \d+\.\d+\.\d+\n$`).MatchString(out) {
@@ -86,6 +87,7 @@ func TestVersionAndHelp(t *testing.T) {
 }
 
 func TestCommandLineErrors(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	for _, tc := range []struct {
@@ -113,6 +115,7 @@ func TestCommandLineErrors(t *testing.T) {
 }
 
 func TestIdentityAndRoleListings(t *testing.T) {
+	t.Parallel()
 	env := environ(t, "MAILROOM_DB="+testDB(t))
 	mustRunCLI(t, env, "identity", "add", "bob")
 	mustRunCLI(t, env, "identity", "add", "dana", "--human")

@@ -103,6 +103,7 @@ func waitConcepts(t *testing.T, s *session, ids []string) {
 // Two server processes on one database both work the queue; every message
 // is extracted exactly once and tagged from the model's answer.
 func TestTwoProcessesExtractEachMessageOnce(t *testing.T) {
+	t.Parallel()
 	ollama := newFakeOllama(t, false)
 	env := environ(t)
 	db := testDB(t)
@@ -134,6 +135,7 @@ func TestTwoProcessesExtractEachMessageOnce(t *testing.T) {
 // start works them. A process killed mid-extraction loses nothing either:
 // its lease runs out and another process finishes the job.
 func TestConceptQueueSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)

@@ -16,6 +16,7 @@ import (
 // stdin: `hello`, a truncated object and a line over 16 MiB each get a
 // JSON-RPC -32700 error, and the process then serves a tool call.
 func TestStdioServerSurvivesMalformedLines(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(bin, "serve", "--db", ":memory:", "--agent", "alice")
 	cmd.Env = environ(t)
 	stdin, _ := cmd.StdinPipe()
@@ -80,6 +81,7 @@ func TestStdioServerSurvivesMalformedLines(t *testing.T) {
 }
 
 func TestHTTPFlags(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	token := lastLine(mustRunCLI(t, env, "token", "create", "--agent", "alice", "--db", db))
@@ -117,6 +119,7 @@ func TestHTTPFlags(t *testing.T) {
 }
 
 func TestLimitFlags(t *testing.T) {
+	t.Parallel()
 	alice := stdio(t, environ(t), "alice", "--db", ":memory:", "--agent", "alice", "--max-query-terms", "2", "--max-query", "20")
 	for args, want := range map[string]string{
 		"a b c":                 "query has 3 terms; the limit is 2",

@@ -11,6 +11,7 @@ import (
 )
 
 func TestReadGrantCommands(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	mustRunCLI(t, env, "identity", "add", "alice", "--db", db)
@@ -41,6 +42,7 @@ func TestReadGrantCommands(t *testing.T) {
 }
 
 func TestPurgeCommand(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	ctx := context.Background()

@@ -51,6 +51,7 @@ type cliPage struct {
 }
 
 func TestMailFromTheShell(t *testing.T) {
+	t.Parallel()
 	env := environ(t, "MAILROOM_DB="+filepath.Join(t.TempDir(), "m.db"))
 	mustRunCLI(t, env, "identity", "add", "dana", "--human")
 	mustRunCLI(t, env, "identity", "add", "bob")
@@ -143,6 +144,7 @@ func TestMailFromTheShell(t *testing.T) {
 }
 
 func TestMailCommandErrors(t *testing.T) {
+	t.Parallel()
 	env := environ(t, "MAILROOM_DB="+filepath.Join(t.TempDir(), "m.db"))
 	mustRunCLI(t, env, "identity", "add", "dana", "--human")
 	for _, tc := range []struct {
@@ -195,6 +197,7 @@ func TestMailCommandErrors(t *testing.T) {
 }
 
 func TestMailOverURL(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "m.db")
 	env := environ(t, "MAILROOM_DB="+db)
 	dana := lastLine(mustRunCLI(t, env, "token", "create", "--human", "dana"))

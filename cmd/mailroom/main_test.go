@@ -21,10 +21,20 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// bin is the mailroom binary, built once for the package's tests.
+// bin is the mailroom binary the package's tests run.
 var bin string
 
+// TestMain provides bin. Without the race detector it is this test binary
+// itself, reached through a link named mailroom: started by that name it
+// runs main, as the built program would (package main is all of it), and
+// no second binary is linked. With the race detector it is a separate
+// build without it, since every SQLite statement of an instrumented
+// process runs about tenfold slower and the tests start hundreds of them.
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "mailroom" {
+		main()
+		os.Exit(0)
+	}
 	if os.Getenv(loadClientVar) != "" { // a load client process (multi_test.go) needs no binary
 		os.Exit(m.Run())
 	}
@@ -34,14 +44,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "mailroom")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	if err := provideBinary(bin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// provideBinary puts the mailroom program at path (see TestMain).
+func provideBinary(path string) error {
+	if !raceDetector {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		return os.Symlink(self, path)
+	}
+	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // lockedBuffer collects a subprocess's stderr for failure messages.
@@ -205,6 +230,7 @@ func (p page) find(id string) (row, bool) {
 }
 
 func TestStdioServeSendsAndLists(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)
@@ -227,6 +253,7 @@ func TestStdioServeSendsAndLists(t *testing.T) {
 }
 
 func TestStdioInMemoryStoreIsNotDurable(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	alice := stdio(t, env, "alice", "--db", ":memory:", "--agent", "alice")
 	if r := alice.send("@me", "ephemeral"); r.Durable {
@@ -235,6 +262,7 @@ func TestStdioInMemoryStoreIsNotDurable(t *testing.T) {
 }
 
 func TestMailroomAgentEnvNamesTheStdioIdentity(t *testing.T) {
+	t.Parallel()
 	db := testDB(t)
 	bob := stdio(t, environ(t, "MAILROOM_AGENT=bob", "MAILROOM_DB="+db), "bob")
 	r := bob.send("@me", "who am i")
@@ -252,6 +280,7 @@ func TestMailroomAgentEnvNamesTheStdioIdentity(t *testing.T) {
 }
 
 func TestStdioAgentNamingAHumanIsRefused(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "carol", "--human", "--db", db)
@@ -373,6 +402,7 @@ func statusOf(t *testing.T, endpoint, authorization string) int {
 }
 
 func TestTokenCreateWorksOverHTTP(t *testing.T) {
+	t.Parallel()
 	db := testDB(t)
 	// MAILROOM_AGENT never applies to HTTP: with it set and no --agent,
 	// a request without a token is still refused.
@@ -435,6 +465,7 @@ func TestTokenCreateWorksOverHTTP(t *testing.T) {
 }
 
 func TestHTTPDevelopmentModeFromTheCommandLine(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)
@@ -453,6 +484,7 @@ func TestHTTPDevelopmentModeFromTheCommandLine(t *testing.T) {
 }
 
 func TestServeRefusesDevModeOnANonLoopbackAddress(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:0"} {
@@ -472,6 +504,7 @@ func TestServeRefusesDevModeOnANonLoopbackAddress(t *testing.T) {
 }
 
 func TestTwoProcessesShareOneDatabase(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	mustRunCLI(t, env, "identity", "add", "alice", "--db", db)
@@ -539,6 +572,7 @@ func TestTwoProcessesShareOneDatabase(t *testing.T) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	cases := []struct {
@@ -596,6 +630,7 @@ func TestCommands(t *testing.T) {
 // TestMainInProcess runs the program in-process, as the binary does, with the
 // Ready callback reporting the HTTP address.
 func TestMainInProcess(t *testing.T) {
+	t.Parallel()
 	db := testDB(t)
 	getenv := func(k string) string {
 		if k == "MAILROOM_DB" {
@@ -654,6 +689,7 @@ func TestMainInProcess(t *testing.T) {
 }
 
 func TestStdioWithoutAnIdentityAnswersAClearError(t *testing.T) {
+	t.Parallel()
 	db := testDB(t)
 	anon := stdio(t, environ(t), "anonymous", "--db", db)
 	res, err := anon.call("list_messages", nil)
@@ -666,6 +702,7 @@ func TestStdioWithoutAnIdentityAnswersAClearError(t *testing.T) {
 }
 
 func TestMaxBodyFlag(t *testing.T) {
+	t.Parallel()
 	alice := stdio(t, environ(t), "alice", "--db", ":memory:", "--agent", "alice", "--max-body", "10")
 	res, err := alice.call("add_message", map[string]any{"to": "@me", "subject": "s", "body": "eleven byte"})
 	if err != nil {
@@ -679,6 +716,7 @@ func TestMaxBodyFlag(t *testing.T) {
 }
 
 func TestStateOutlivesTheProcessAndGrantsApplyAtOnce(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	alice := stdio(t, env, "alice", "--db", db, "--agent", "alice")
@@ -710,6 +748,7 @@ func TestStateOutlivesTheProcessAndGrantsApplyAtOnce(t *testing.T) {
 
 // An --http address without a host binds loopback, as SPEC section 1 says.
 func TestServeWithoutAHostBindsLoopback(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := testDB(t)
 	endpoint := serveHTTP(t, env, "--http", ":0", "--agent", "x", "--db", db)

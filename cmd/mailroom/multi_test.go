@@ -88,6 +88,7 @@ type drainReceipt struct {
 }
 
 func TestTwoInstancesOnePostgres(t *testing.T) {
+	t.Parallel()
 	in := twoInstances(t, "alice", "bob", "carol")
 
 	t.Run("a send on one is listed on the other at once", func(t *testing.T) {

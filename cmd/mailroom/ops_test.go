@@ -33,6 +33,7 @@ func metric(page, sample string) float64 {
 }
 
 func TestHealthzAndMetricsOverHTTP(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	token := lastLine(mustRunCLI(t, env, "token", "create", "--agent", "alice", "--db", db))
@@ -101,6 +102,7 @@ func TestHealthzAndMetricsOverHTTP(t *testing.T) {
 }
 
 func TestOneLogLinePerToolCall(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	alice := stdio(t, env, "alice", "--db", ":memory:", "--agent", "alice")
 	alice.ok("add_message", map[string]any{"to": "@me", "subject": "s", "body": "secret body text"}, &sendReceipt{})
@@ -123,6 +125,7 @@ func TestOneLogLinePerToolCall(t *testing.T) {
 }
 
 func TestWildcardBindPrintsAUsableURL(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	endpoint := serveHTTP(t, env, "--http", "0.0.0.0:0", "--db", ":memory:")
 	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {

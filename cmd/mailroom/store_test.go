@@ -22,6 +22,7 @@ func testDB(t *testing.T) string {
 }
 
 func TestUnsupportedDatabaseURLIsAnErrorNotAPath(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	dir := t.TempDir()
 	for _, db := range []string{"mysql://u:secret@db.example/mail", "sqlite://x.db", "file://x.db"} {

@@ -15,6 +15,7 @@ var tokenRowRE = regexp.MustCompile(`(?m)^([0-9a-f]{12})\s+(\S+)\s+(\d{4}-\d\d-\
 // use and never a secret; revoke by identity or by id works at once on an
 // open HTTP session served by another process.
 func TestTokenListAndRevoke(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	alice := lastLine(mustRunCLI(t, env, "token", "create", "--agent", "alice", "--db", db))
@@ -104,6 +105,7 @@ func TestTokenListAndRevoke(t *testing.T) {
 // TestLooseDatabaseFilesAreTightened: an existing database (and its -wal
 // and -shm) readable by others is made owner-only at open, with a log line.
 func TestLooseDatabaseFilesAreTightened(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	mustRunCLI(t, env, "identity", "add", "bob", "--db", db)

@@ -39,6 +39,7 @@ func keys(m map[string]any) []string {
 }
 
 func TestHookClaudeCode(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	mustRunCLI(t, env, "identity", "add", "--db", db, "bob")
@@ -137,6 +138,7 @@ func TestHookClaudeCode(t *testing.T) {
 }
 
 func TestWatchOnceExitsAfterMailFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	env := environ(t)
 	db := filepath.Join(t.TempDir(), "m.db")
 	mustRunCLI(t, env, "identity", "add", "--db", db, "bob")
