@@ -49,6 +49,7 @@ func initialize(t *testing.T, endpoint string, header map[string]string) string 
 }
 
 func TestHTTPUnauthorizedCarriesABearerChallenge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	good := e.token("alice")
 	endpoint := serveHTTP(t, e, mcp.Options{})
@@ -81,6 +82,7 @@ func TestHTTPUnauthorizedCarriesABearerChallenge(t *testing.T) {
 }
 
 func TestHTTPOriginValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{AllowOrigins: []string{"https://inbox.example.com", "http://localhost:3000/"}}})
@@ -124,6 +126,7 @@ func TestHTTPOriginValidation(t *testing.T) {
 }
 
 func TestHTTPBodyOver4MiBIs413(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.agent("bob")
 	tok := e.token("alice")
@@ -169,6 +172,7 @@ func TestHTTPBodyOver4MiBIs413(t *testing.T) {
 }
 
 func TestHTTPRateLimitPerIdentity(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.token("alice"), e.token("bob")
 	var mu sync.Mutex
@@ -216,6 +220,7 @@ func TestHTTPRateLimitPerIdentity(t *testing.T) {
 }
 
 func TestHTTPSessionCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{MaxSessions: 3, MaxSessionsPerIdentity: 2}})
@@ -289,6 +294,7 @@ func TestHTTPSessionShare(t *testing.T) {
 }
 
 func TestHTTPIdleSessionExpires(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	// The go-sdk's session timer runs on the wall clock; a short idle
@@ -316,6 +322,7 @@ func TestHTTPIdleSessionExpires(t *testing.T) {
 }
 
 func TestHTTPIdleKeepAliveConnectionsClose(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	endpoint, _ := serveFront(t, e, mcp.Options{HTTP: mcp.HTTPOptions{IdleTimeout: 200 * time.Millisecond}})
@@ -365,6 +372,7 @@ func (b *blockingStore) List(ctx context.Context, f mailroom.ListFilter) (mailro
 }
 
 func TestHTTPClientDisconnectCancelsTheCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	bs := &blockingStore{Store: e.store, started: make(chan struct{}), ended: make(chan error, 1)}
@@ -417,6 +425,7 @@ func TestHTTPClientDisconnectCancelsTheCall(t *testing.T) {
 }
 
 func TestHTTPTokenLastUseIsWrittenAtMostOnceAMinute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	var mu sync.Mutex
@@ -455,6 +464,7 @@ func TestHTTPTokenLastUseIsWrittenAtMostOnceAMinute(t *testing.T) {
 }
 
 func TestHTTPRevokedTokenEndsItsEventStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.token("alice")
 	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{StreamRecheck: 20 * time.Millisecond}})

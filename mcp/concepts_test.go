@@ -9,6 +9,7 @@ type conceptCount struct {
 }
 
 func TestListConceptsCountsVisibleMail(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	alice.send(map[string]any{"to": "@bob", "subject": "wal", "body": "b", "taggedConcepts": []string{"WAL migration", "SQLite"}})

@@ -67,6 +67,7 @@ func FuzzParseArgs(f *testing.F) {
 }
 
 func TestCheckJSONText(t *testing.T) {
+	t.Parallel()
 	tests := map[string]bool{
 		`"plain"`:               true,
 		`"\ud83d\ude00"`:        true,

@@ -45,6 +45,7 @@ func schemaOf(t *testing.T, s any) map[string]any {
 }
 
 func TestToolsListGolden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.as("alice")
 	res, err := c.cs.ListTools(context.Background(), nil)
@@ -89,6 +90,7 @@ func TestToolsListGolden(t *testing.T) {
 }
 
 func TestMarkReadSchemaIsAPortableUnion(t *testing.T) {
+	t.Parallel()
 	var markRead *gomcp.Tool
 	for _, tl := range listTools(t) {
 		if tl.Name == "mark_read" {
@@ -160,6 +162,7 @@ var specArguments = map[string][]string{
 }
 
 func TestDeclaredSchemasMatchTheHandlers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.as("alice")
 	e.agent("bob")

@@ -497,6 +497,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "seed" {
+		seedMain(os.Args[1:])
+		os.Exit(0)
+	}
 	var err error
 	toolDir, err = os.MkdirTemp("", "mailroom-mcp-test-")
 	if err != nil {
@@ -508,22 +512,40 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// seed sends n messages from the agent from to the addresses to, through the
-// store's Send in a separate process built without the race detector (see
-// testdata/seed), and returns their ids in send order. Use it where a test
-// needs thousands of messages; the process shares e's database file.
-func (e *env) seed(from string, to []string, n int) []string {
-	e.t.Helper()
+// seedProgram returns the seed program (seedMain): a test binary of this
+// package started by the name seed. Without the race detector it is this
+// one; with it, the package's tests built once more without it, since the
+// detector slows every SQLite statement about tenfold and the seed is there
+// to store thousands of messages quickly.
+func seedProgram(tb testing.TB) string {
+	tb.Helper()
 	seedOnce.Do(func() {
 		seedBin = filepath.Join(toolDir, "seed")
-		out, err := exec.Command("go", "build", "-o", seedBin, "./testdata/seed").CombinedOutput()
-		if err != nil {
+		if !raceDetector {
+			self, err := os.Executable()
+			if err == nil {
+				err = os.Symlink(self, seedBin)
+			}
+			seedErr = err
+			return
+		}
+		if out, err := exec.Command("go", "test", "-c", "-o", seedBin, ".").CombinedOutput(); err != nil {
 			seedErr = fmt.Errorf("build seed: %v\n%s", err, out)
 		}
 	})
 	if seedErr != nil {
-		e.t.Fatal(seedErr)
+		tb.Fatal(seedErr)
 	}
+	return seedBin
+}
+
+// seed sends n messages from the agent from to the addresses to, through the
+// store's bulk path in a separate process (seedProgram), and returns their
+// ids in send order. Use it where a test needs thousands of messages; the
+// process shares e's database file.
+func (e *env) seed(from string, to []string, n int) []string {
+	e.t.Helper()
+	seedBin := seedProgram(e.t)
 	cmd := exec.Command(seedBin, "-db", e.db, "-from", from, "-to", strings.Join(to, ","), "-n", fmt.Sprint(n))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -139,6 +139,7 @@ func rpcResult(t *testing.T, resp *http.Response, body []byte) json.RawMessage {
 }
 
 func TestHTTPIdentityComesFromTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	endpoint := serveHTTP(t, e, mcp.Options{})
 	alice := mustHTTPConnect(t, endpoint, e.token("alice"), "alice")
@@ -168,6 +169,7 @@ func TestHTTPIdentityComesFromTheToken(t *testing.T) {
 }
 
 func TestHTTPRefusesMissingAndBadTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	good := e.token("alice")
 	endpoint := serveHTTP(t, e, mcp.Options{})
@@ -213,6 +215,7 @@ func flip(b byte) string {
 }
 
 func TestHTTPSessionCannotBeReplayedWithAnotherToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	endpoint := serveHTTP(t, e, mcp.Options{})
 	alice, bob := e.token("alice"), e.token("bob")
@@ -231,6 +234,7 @@ func TestHTTPSessionCannotBeReplayedWithAnotherToken(t *testing.T) {
 }
 
 func TestHTTPDevelopmentMode(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dev := e.agent("dev")
 	endpoint := serveHTTP(t, e, mcp.Options{Identity: &dev})
@@ -262,6 +266,7 @@ func TestHTTPDevelopmentMode(t *testing.T) {
 }
 
 func TestHTTPRawJSONRPCStringifiedDiscriminator(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	endpoint := serveHTTP(t, e, mcp.Options{})
 	auth := "Bearer " + e.token("alice")
@@ -311,6 +316,7 @@ func TestHTTPRawJSONRPCStringifiedDiscriminator(t *testing.T) {
 }
 
 func TestCheckDevAddr(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		addr string
 		ok   bool

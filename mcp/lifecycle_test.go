@@ -58,6 +58,7 @@ func bothStores(t *testing.T, f func(t *testing.T, e *env, durable bool)) {
 }
 
 func TestLifecycleToolsEndToEnd(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, e *env, durable bool) {
 		alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 		id := alice.sendTo([]string{"@bob", "@carol"}, "lifecycle")
@@ -131,6 +132,7 @@ func TestLifecycleToolsEndToEnd(t *testing.T) {
 // TestMailboxStatusMatchesListings checks every count of mailbox_status
 // against the totalCount of its list_messages call, through MCP.
 func TestMailboxStatusMatchesListings(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, e *env, durable bool) {
 		e.human("dana")
 		e.agent("carol")
@@ -186,6 +188,7 @@ func TestMailboxStatusMatchesListings(t *testing.T) {
 // TestReadGrantIsReadOnly: a grantee reads the owner's inbox with `of` and
 // every changing tool fails on the owner's mail, changing nothing.
 func TestReadGrantIsReadOnly(t *testing.T) {
+	t.Parallel()
 	bothStores(t, func(t *testing.T, e *env, durable bool) {
 		e.human("dana")
 		alice, bob, dana := e.as("alice"), e.as("bob"), e.as("dana")
@@ -245,6 +248,7 @@ func TestReadGrantIsReadOnly(t *testing.T) {
 }
 
 func TestRelatedToOverMCP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	send := func(to, subject string, concepts ...string) string {
@@ -267,6 +271,7 @@ func TestRelatedToOverMCP(t *testing.T) {
 }
 
 func TestRetractionOverMCPLeavesNoTextInTheFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "m.db")
 	e := newEnvWith(t, path, sqlite.Options{})
 	alice, bob := e.as("alice"), e.as("bob")

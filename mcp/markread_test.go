@@ -13,6 +13,7 @@ import (
 )
 
 func TestMarkReadOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	id := alice.sendTo("@bob", "one")
@@ -39,6 +40,7 @@ func TestMarkReadOne(t *testing.T) {
 }
 
 func TestMarkReadMany(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	a := alice.sendTo("@bob", "a")
@@ -98,6 +100,7 @@ func TestMarkReadMany(t *testing.T) {
 }
 
 func TestMarkReadStringifiedArrays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	a := alice.sendTo("@bob", "a")
@@ -140,6 +143,7 @@ func TestMarkReadStringifiedArrays(t *testing.T) {
 }
 
 func TestMarkReadArgumentErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	id := alice.sendTo("@bob", "x")
@@ -215,6 +219,7 @@ func checkCounts(t *testing.T, r drainReceipt) {
 }
 
 func TestMarkAllRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := newDrainFixture(t, e)
 	bob, carol := f.bob, f.carol
@@ -260,6 +265,7 @@ func TestMarkAllRead(t *testing.T) {
 }
 
 func TestMarkAllReadOnAnEmptyInboxIsANoop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bob := e.as("bob")
 	r := bob.drain(nil)
@@ -270,6 +276,7 @@ func TestMarkAllReadOnAnEmptyInboxIsANoop(t *testing.T) {
 }
 
 func TestMarkAllReadThroughAWatermark(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	m1 := alice.sendTo("@bob", "m1")
@@ -318,6 +325,7 @@ func TestMarkAllReadThroughAWatermark(t *testing.T) {
 }
 
 func TestMarkAllReadLeavesMessagesArrivingAfterTheSnapshot(t *testing.T) {
+	t.Parallel()
 	var (
 		e    *env
 		once sync.Once
@@ -344,6 +352,7 @@ func TestMarkAllReadLeavesMessagesArrivingAfterTheSnapshot(t *testing.T) {
 }
 
 func TestMarkReadStorageFailures(t *testing.T) {
+	t.Parallel()
 	var failing sync.Map
 	hooks := &sqlite.Hooks{FailMark: func(id string) error {
 		if _, ok := failing.Load(id); ok {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestEveryToolWorksEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 
@@ -67,6 +68,7 @@ func TestEveryToolWorksEndToEnd(t *testing.T) {
 }
 
 func TestToolWithoutIdentityAnswersAClearError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.agent("bob")
 	c := connect(t, e.store, mcp.Options{}, "anonymous")
@@ -101,6 +103,7 @@ func TestToolWithoutIdentityAnswersAClearError(t *testing.T) {
 }
 
 func TestAddressing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	e.human("dana")
@@ -152,6 +155,7 @@ func TestAddressing(t *testing.T) {
 }
 
 func TestAddressingErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.as("alice")
 	e.agent("bob")
@@ -203,6 +207,7 @@ func TestAddressingErrors(t *testing.T) {
 }
 
 func TestBroadcastReachingNobodyIsAnError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.as("alice")
 	e.human("dana") // humans are not in a broadcast's audience
@@ -215,6 +220,7 @@ func TestBroadcastReachingNobodyIsAnError(t *testing.T) {
 }
 
 func TestRoles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol, dave := e.as("alice"), e.as("bob"), e.as("carol"), e.as("dave")
 	e.grant("bob", "reviewer")
@@ -339,6 +345,7 @@ func TestRoles(t *testing.T) {
 }
 
 func TestBroadcastReadStateIsPerRecipient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	r := alice.send(map[string]any{"to": "*", "subject": "all hands", "body": "b"})
@@ -369,6 +376,7 @@ func TestBroadcastReadStateIsPerRecipient(t *testing.T) {
 }
 
 func TestReplyThreading(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	parent := alice.send(map[string]any{"to": "@bob", "subject": "question", "body": "?"})
@@ -419,6 +427,7 @@ func TestReplyThreading(t *testing.T) {
 }
 
 func TestMessageEdgesAreVisibleInGetMessage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	r := alice.send(map[string]any{
@@ -600,6 +609,7 @@ func TestCursorPagingWalksAMovingInbox(t *testing.T) {
 }
 
 func TestListArgumentErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.as("alice")
 	cases := []struct {
@@ -637,6 +647,7 @@ func TestListArgumentErrors(t *testing.T) {
 }
 
 func TestListFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	e.human("dana")
@@ -702,6 +713,7 @@ func subjects(c *client, p page) []string {
 }
 
 func TestFullTextSearchAcceptsAnyText(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	pol := alice.send(map[string]any{"to": "@bob", "subject": "policy check", "body": "ticket POL-358 is blocked on legal"}).MessageID
@@ -737,6 +749,7 @@ func TestFullTextSearchAcceptsAnyText(t *testing.T) {
 }
 
 func TestAntiSpoof(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.as("alice")
 	bob := e.as("bob")
@@ -767,6 +780,7 @@ func TestAntiSpoof(t *testing.T) {
 }
 
 func TestUnknownArguments(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.as("alice")
 	for _, tool := range []string{"add_message", "list_messages", "get_message", "archive_message", "mark_read"} {
@@ -792,6 +806,7 @@ func TestUnknownArguments(t *testing.T) {
 }
 
 func TestInvisibleMessagesDoNotExist(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
 	id := alice.sendTo("@bob", "private")
@@ -837,6 +852,7 @@ func TestInvisibleMessagesDoNotExist(t *testing.T) {
 }
 
 func TestBadInputLeavesTheStoreUntouched(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	long := strings.Repeat("é", 201) // characters, not bytes
@@ -896,6 +912,7 @@ func TestBadInputLeavesTheStoreUntouched(t *testing.T) {
 }
 
 func TestListingAndGettingNeverChangeReadState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice, bob := e.as("alice"), e.as("bob")
 	id := alice.sendTo("@bob", "look but do not touch")
@@ -914,6 +931,7 @@ func TestListingAndGettingNeverChangeReadState(t *testing.T) {
 }
 
 func TestInMemoryStoreSaysItIsNotDurable(t *testing.T) {
+	t.Parallel()
 	e := newEnvWith(t, ":memory:", sqlite.Options{})
 	alice, bob := e.as("alice"), e.as("bob")
 	r := alice.send(map[string]any{"to": "@bob", "subject": "s", "body": "b"})

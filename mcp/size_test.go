@@ -20,6 +20,7 @@ const (
 )
 
 func TestToolsListFitsTheContextBudget(t *testing.T) {
+	t.Parallel()
 	tools := listTools(t)
 	whole, err := json.Marshal(map[string]any{"tools": tools})
 	if err != nil {
@@ -57,6 +58,7 @@ func TestToolsListFitsTheContextBudget(t *testing.T) {
 // TestToolAnnotationsAreTruthful pins each tool's hints: clients auto-approve
 // by them, so a changing tool must never claim to be read-only.
 func TestToolAnnotationsAreTruthful(t *testing.T) {
+	t.Parallel()
 	type hints struct{ readOnly, destructive, idempotent bool }
 	want := map[string]hints{
 		"add_message":       {false, false, false},

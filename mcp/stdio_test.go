@@ -25,6 +25,7 @@ type rpcReply struct {
 }
 
 func TestLineFilter(t *testing.T) {
+	t.Parallel()
 	const limit = 64
 	good := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	cases := []struct {
@@ -149,6 +150,7 @@ func FuzzLineFilter(f *testing.F) {
 // newline-delimited JSON-RPC: malformed lines get errors, and the same
 // session then initializes and calls a tool.
 func TestStdioMalformedLinesGetParseErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.agent("alice")
 	e.agent("bob")
@@ -213,6 +215,7 @@ func TestStdioMalformedLinesGetParseErrors(t *testing.T) {
 // TestStdioDisconnectCancelsTheCall: when the client closes stdin while a
 // call runs, the call's database work is stopped.
 func TestStdioDisconnectCancelsTheCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.agent("alice")
 	bs := &blockingStore{Store: e.store, started: make(chan struct{}), ended: make(chan error, 1)}
@@ -244,6 +247,7 @@ func TestStdioDisconnectCancelsTheCall(t *testing.T) {
 // TestCallBudgetStopsARunawayCall: a call that outlives its budget is
 // stopped with a clear error, and the session goes on.
 func TestCallBudgetStopsARunawayCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	alice := e.agent("alice")
 	bs := &blockingStore{Store: e.store, started: make(chan struct{}), ended: make(chan error, 1)}

@@ -27,16 +27,7 @@ import (
 // once the process is done.
 func stampedSend(b *testing.B, db string, n int, every time.Duration) func() map[string]time.Time {
 	b.Helper()
-	seedOnce.Do(func() {
-		seedBin = filepath.Join(toolDir, "seed")
-		out, err := exec.Command("go", "build", "-o", seedBin, "./testdata/seed").CombinedOutput()
-		if err != nil {
-			seedErr = fmt.Errorf("build seed: %v\n%s", err, out)
-		}
-	})
-	if seedErr != nil {
-		b.Fatal(seedErr)
-	}
+	seedBin := seedProgram(b)
 	cmd := exec.Command(seedBin, "-db", db, "-from", "alice", "-to", "@bob", "-n", strconv.Itoa(n), "-every", every.String(), "-stamp")
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

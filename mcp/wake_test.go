@@ -109,6 +109,7 @@ func (w *watcher) readInbox() (summary struct {
 }
 
 func TestInboxResourceIsListedAndRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.agent("alice")
 	bob := e.watch("bob", "")
@@ -194,6 +195,7 @@ func drainUpdates(w *watcher) {
 }
 
 func TestInboxSubscriptionEndsWithTheSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bob := e.watch("bob", "2025-11-25")
 	bob.subscribe()
@@ -242,6 +244,7 @@ func TestWaitForMailReturnsMailFromAnotherProcess(t *testing.T) {
 }
 
 func TestWaitForMailTimesOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.agent("alice")
 	bob := e.watch("bob", "")

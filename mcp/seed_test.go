@@ -1,9 +1,4 @@
-// Command seed fills a mailroom database with messages through the store's
-// bulk path (sqlite.Store.SendMany: the send path, many messages per
-// transaction). The mcp tests build it without the race detector, which
-// slows every SQLite statement about tenfold, so that tests needing
-// thousands of messages stay fast. It prints the new ids in send order.
-package main
+package mcp_test
 
 import (
 	"bufio"
@@ -21,7 +16,12 @@ import (
 	"github.com/mailroom/mailroom/sqlite"
 )
 
-func main() {
+// seedMain is the seed program (see seedProgram): it fills a mailroom
+// database with messages through the store's bulk path (SendMany: the send
+// path, many messages per transaction) and prints the new ids in send
+// order, or with -stamp sends one at a time through Send.
+func seedMain(args []string) {
+	flag := flag.NewFlagSet("seed", flag.ExitOnError)
 	db := flag.String("db", "", "database file or postgres:// URL")
 	from := flag.String("from", "", "sending agent (registered if new)")
 	to := flag.String("to", "", "comma-separated addresses")
@@ -29,7 +29,7 @@ func main() {
 	subject := flag.String("subject", "seed", "subject")
 	every := flag.Duration("every", 0, "with -stamp: pause between sends")
 	stamp := flag.Bool("stamp", false, "send one message at a time through Send, printing each id with its commit time (Unix ns) at once (latency benchmarks)")
-	flag.Parse()
+	flag.Parse(args)
 
 	ctx := context.Background()
 	var s interface {
