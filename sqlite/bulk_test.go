@@ -17,6 +17,7 @@ import (
 // every edge (agents, a human, a role, broadcast, @me, sessions, tickets,
 // concepts, a reply). Only the generated ids and times may differ.
 func TestSendManyStoresWhatSendStores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	type world struct {
 		s     *Store
@@ -84,6 +85,7 @@ func TestSendManyStoresWhatSendStores(t *testing.T) {
 }
 
 func TestSendManyRejectsWhatSendRejects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, Memory, Options{})
 	if err != nil {

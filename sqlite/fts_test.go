@@ -7,6 +7,7 @@ import (
 )
 
 func TestFTSQuery(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"POL-358":        `"POL-358"`,
 		`"unbalanced`:    `"""unbalanced"`,

@@ -12,6 +12,7 @@ import (
 // one about to start) when its context ends, inside the store's own read
 // transaction.
 func TestCancelInterruptsARunningStatement(t *testing.T) {
+	t.Parallel()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "m.db"), Options{})
 	if err != nil {
 		t.Fatal(err)

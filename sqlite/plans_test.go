@@ -62,6 +62,7 @@ var triggerStatements = []struct {
 // ANALYZE at its final size, and so does the same store once refreshStats
 // has measured it. Plans are compared, not timed.
 func TestPlansDoNotDependOnStoreSize(t *testing.T) {
+	t.Parallel()
 	if raceDetector {
 		t.Skip("deterministic and single-threaded, and minutes long under -race: scripts/test.sh runs it without")
 	}

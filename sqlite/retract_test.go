@@ -34,6 +34,7 @@ func fileHolds(t *testing.T, path, word string) []string {
 // text from the bytes of the database: the message row, the full-text
 // index, the extracted concepts and their term statistics, and the WAL.
 func TestRetractionLeavesNoTextInTheFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	terms := func(subject, body string) []string {
@@ -113,6 +114,7 @@ func TestRetractionLeavesNoTextInTheFile(t *testing.T) {
 // TestPurgeLeavesNoTextInTheFile: purged mail leaves the database file's
 // bytes too, index included, while the rest of the index keeps working.
 func TestPurgeLeavesNoTextInTheFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := open(t, path, sqlite.Options{})

@@ -22,12 +22,14 @@ func open(t testing.TB, path string, opts sqlite.Options) *sqlite.Store {
 }
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
 		return open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{Now: now})
 	})
 }
 
 func TestMemoryStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
 		return open(t, sqlite.Memory, sqlite.Options{Now: now})
 	})

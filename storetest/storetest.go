@@ -21,11 +21,13 @@ type Open func(t *testing.T, now func() time.Time) mailroom.Store
 
 // Run runs the suite against stores made by openAt; each store gets its own
 // test clock, which lease and backoff tests move on instead of sleeping.
+// The subtests run in parallel, so openAt is called concurrently.
 func Run(t *testing.T, openAt Open) {
-	var clock *Clock // the clock of the store open made last
+	// Every subtest opens its own store first thing, and runs in parallel
+	// with the others from there.
 	open := func(t *testing.T) mailroom.Store {
-		clock = NewClock()
-		return openAt(t, clock.Now)
+		t.Parallel()
+		return openAt(t, NewClock().Now)
 	}
 	t.Run("Identities", func(t *testing.T) { testIdentities(t, open(t)) })
 	t.Run("DirectMail", func(t *testing.T) { testDirectMail(t, open(t)) })
@@ -42,7 +44,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
 	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
-	t.Run("ConceptQueue", func(t *testing.T) { s := open(t); testConceptQueue(t, s, clock) })
+	t.Run("ConceptQueue", func(t *testing.T) { t.Parallel(); c := NewClock(); testConceptQueue(t, openAt(t, c.Now), c) })
 	t.Run("ConceptBatch", func(t *testing.T) { testConceptBatch(t, open(t)) })
 	t.Run("ConceptListing", func(t *testing.T) { testConceptListing(t, open(t)) })
 	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
@@ -472,35 +474,45 @@ func testListFilters(t *testing.T, s mailroom.Store) {
 
 func testPagination(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
-	const n = 2500
+	// More than two pages of the largest limit, the last one partial.
+	// Listing has no code path that depends on the inbox's size, so this
+	// walks the same code as 2,500 messages did (13 pages of 200): the
+	// pages of 7 cross as many page boundaries and more.
+	const n = 2*mailroom.MaxLimit + 50
 	sent := make([]string, n)
 	for i := range n {
 		sent[n-1-i] = e.send("alice", "@bob").MessageID
 	}
-	seen := 0
-	offset := 0
-	for {
-		lim := 200
-		p := e.list("bob", mailroom.ListInput{Limit: &lim, Offset: &offset})
-		if p.TotalCount != n {
-			t.Fatalf("totalCount %d, want %d", p.TotalCount, n)
-		}
-		if p.Watermark == nil || *p.Watermark != sent[0] {
-			t.Fatalf("watermark %v, want the newest", p.Watermark)
-		}
-		for i, r := range p.Messages {
-			if r.MessageID != sent[offset+i] {
-				t.Fatalf("row %d is %s, want %s (newest first)", offset+i, r.MessageID, sent[offset+i])
+	for _, lim := range []int{mailroom.MaxLimit, 7} {
+		seen, pages := 0, 0
+		offset := 0
+		for {
+			lim := lim
+			p := e.list("bob", mailroom.ListInput{Limit: &lim, Offset: &offset})
+			pages++
+			if p.TotalCount != n {
+				t.Fatalf("limit %d: totalCount %d, want %d", lim, p.TotalCount, n)
 			}
+			if p.Watermark == nil || *p.Watermark != sent[0] {
+				t.Fatalf("limit %d: watermark %v, want the newest", lim, p.Watermark)
+			}
+			if want := min(lim, n-offset); len(p.Messages) != want {
+				t.Fatalf("limit %d, offset %d: %d rows, want %d", lim, offset, len(p.Messages), want)
+			}
+			for i, r := range p.Messages {
+				if r.MessageID != sent[offset+i] {
+					t.Fatalf("limit %d: row %d is %s, want %s (newest first)", lim, offset+i, r.MessageID, sent[offset+i])
+				}
+			}
+			seen += len(p.Messages)
+			if p.NextOffset == nil {
+				break
+			}
+			offset = *p.NextOffset
 		}
-		seen += len(p.Messages)
-		if p.NextOffset == nil {
-			break
+		if seen != n || pages != (n+lim-1)/lim {
+			t.Fatalf("limit %d: walked %d rows in %d pages, want %d in %d", lim, seen, pages, n, (n+lim-1)/lim)
 		}
-		offset = *p.NextOffset
-	}
-	if seen != n {
-		t.Fatalf("walked %d rows, want %d", seen, n)
 	}
 	past := n + 10
 	if p := e.list("bob", mailroom.ListInput{Offset: &past}); len(p.Messages) != 0 || p.NextOffset != nil || p.TotalCount != n {
