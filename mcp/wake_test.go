@@ -274,6 +274,12 @@ func TestWaitForMailTimesOut(t *testing.T) {
 func TestWaitForMailCancelledCallsLeaveNoWaiter(t *testing.T) {
 	e := newEnv(t)
 	bob := e.watch("bob", "")
+	// One call first, so that the store's statements are prepared: the
+	// thousand then measure waiting, not a thousand first-time parses.
+	warm, stop := context.WithCancel(context.Background())
+	go func() { bob.waiters(1); stop() }()
+	bob.cs.CallTool(warm, &gomcp.CallToolParams{Name: "wait_for_mail", Arguments: map[string]any{"timeoutSeconds": 60}})
+	bob.waiters(0)
 	before := runtime.NumGoroutine()
 	const n = cancelledCalls
 	ctx, cancel := context.WithCancel(context.Background())
