@@ -137,7 +137,8 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 		return err
 	}
 	defer conn.Close()
-	// The version query is prepared once: a check runs it, rarely more.
+	// A check's two queries are prepared once: parsing them cost as much
+	// as running them.
 	// Idle state (the baseline) is forgotten on return, so the next
 	// subscriber starts from a fresh one.
 	version, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
@@ -145,6 +146,11 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 		return err
 	}
 	defer version.Close()
+	newer, err := conn.PrepareContext(ctx, newerChangesSQL)
+	if err != nil {
+		return err
+	}
+	defer newer.Close()
 	lastSeq, err := maxChangeSeq(ctx, conn)
 	if err != nil {
 		return err
@@ -214,7 +220,7 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 			// This process's own checkpoint explains one change without
 			// a change-log row.
 			cp := s.checkpoints.Load()
-			c, used, err := s.foreignChanges(ctx, conn, &lastSeq, cp != lastCP)
+			c, used, err := s.foreignChanges(ctx, newer, &lastSeq, cp != lastCP)
 			if used {
 				lastCP = cp
 			}
@@ -376,13 +382,16 @@ func (s *Store) publish(c mailroom.Change) {
 	}
 }
 
+// newerChangesSQL reads the change log after a seq.
+const newerChangesSQL = `SELECT seq, origin, all_inboxes, identities, roles FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1000`
+
 // foreignChanges reads the change log after seq *last and returns what
 // other store instances' commits touched. A version bump with no new row
 // (a writer that keeps no log, or another process's checkpoint) is All,
 // unless checkpointed says this process checkpointed meanwhile; so is a gap
 // (rows pruned before this watcher read them).
-func (s *Store) foreignChanges(ctx context.Context, conn *sql.Conn, last *int64, checkpointed bool) (_ mailroom.Change, usedCheckpoint bool, _ error) {
-	rows, err := conn.QueryContext(ctx, `SELECT seq, origin, all_inboxes, identities, roles FROM change_log WHERE seq > ? ORDER BY seq LIMIT 1000`, *last)
+func (s *Store) foreignChanges(ctx context.Context, newer *sql.Stmt, last *int64, checkpointed bool) (_ mailroom.Change, usedCheckpoint bool, _ error) {
+	rows, err := newer.QueryContext(ctx, *last)
 	if err != nil {
 		return mailroom.Change{All: true}, false, err
 	}
