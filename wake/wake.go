@@ -194,12 +194,16 @@ func (w *Watcher) round(c mailroom.Change) {
 	for _, e := range todo {
 		st, err := w.store.InboxState(mailroom.WithCaller(ctx, e.id))
 		if err != nil {
+			// The change may be this inbox's: wake its listeners (they
+			// re-read and see the error or the mail) rather than drop it;
+			// the baseline stays, so the next round compares as before.
 			w.log.Warn("wake: inbox check", "identity", e.id.Address(), "err", err)
-			continue
 		}
 		w.mu.Lock()
-		changed := st.Fingerprint != e.state.Fingerprint
-		e.state = st
+		changed := err != nil || st.Fingerprint != e.state.Fingerprint
+		if err == nil {
+			e.state = st
+		}
 		if changed {
 			for l := range e.listeners {
 				select {

@@ -2,7 +2,9 @@ package wake_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,5 +106,38 @@ func TestListenerWakesOnReadStateChange(t *testing.T) {
 	case <-l.C():
 	case <-time.After(10 * time.Second):
 		t.Fatal("mark_read did not wake the listener")
+	}
+}
+
+// flakyState fails InboxState while failing is set.
+type flakyState struct {
+	*sqlite.Store
+	failing atomic.Bool
+}
+
+func (f *flakyState) InboxState(ctx context.Context) (mailroom.InboxState, error) {
+	if f.failing.Load() {
+		return mailroom.InboxState{}, errors.New("database is locked")
+	}
+	return f.Store.InboxState(ctx)
+}
+
+func TestFailedInboxCheckStillWakes(t *testing.T) {
+	s := &flakyState{Store: openStore(t, sqlite.Memory)}
+	ctx := context.Background()
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	w := wake.New(s, wake.Options{})
+	l, err := w.Listen(ctx, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s.failing.Store(true)
+	send(t, s, alice, "@bob")
+	select {
+	case <-l.C():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a failed inbox check dropped bob's wake-up: his mail would wait for the next change")
 	}
 }
