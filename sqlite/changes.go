@@ -46,12 +46,14 @@ func (s *Store) Subscribe() *mailroom.Subscription {
 	ready := s.ready
 	s.readyMu.Unlock()
 	if ready != nil {
-		t := time.NewTimer(5 * time.Second)
+		t := time.NewTimer(s.readyWait)
 		defer t.Stop()
 		select {
 		case <-ready:
 		case <-t.C:
-			// The watcher is failing; it signals everyone once it is back.
+			// The watcher is slow or failing; it signals everyone once it
+			// has a baseline.
+			s.lateSubscribe.Store(true)
 		}
 	}
 	return sub
@@ -176,7 +178,7 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 		evC, errC, every = events.Events, events.Errors, changeBackstop
 	}
 	s.watchReady()
-	if retry {
+	if late := s.lateSubscribe.Swap(false); retry || late {
 		s.changes.Publish(mailroom.Change{All: true})
 	}
 	idle := s.changes.Idle()

@@ -231,3 +231,34 @@ func BenchmarkDataVersionPoll(b *testing.B) {
 		}
 	}
 }
+
+// A Subscribe that gives up waiting for a slow watcher's baseline must
+// still hear of commits made before that baseline: the watcher signals
+// everyone once it has it.
+func TestLateBaselineSignalsEveryone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	a := open(t, path, sqlite.Options{})
+	b := open(t, path, sqlite.Options{})
+	ctx := context.Background()
+	alice, err := b.EnsureAgent(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := sqlite.HoldWatchConn(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlite.SetReadyWait(a, time.Millisecond)
+	sub := a.Subscribe() // gives up: the watcher waits for its connection
+	defer sub.Close()
+	d, _ := mailroom.SendInput{To: []string{"@me"}, Subject: "s", Body: "b"}.Draft(0)
+	d.OriginSessionID = "SESSION:x"
+	if _, err := b.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
+		t.Fatal(err)
+	}
+	release() // the baseline now includes the send
+	waitSignal(t, sub, "a send committed before the watcher's baseline")
+	if c := sub.Take(); !c.Touches(alice.ID, nil) {
+		t.Fatalf("change = %+v does not cover alice's send", c)
+	}
+}

@@ -1,6 +1,9 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ExplainQueryPlan returns the plan of query with args on one of the
 // store's own connections, one detail line per step.
@@ -62,4 +65,17 @@ func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// SetReadyWait sets how long Subscribe waits for the watcher's baseline.
+func SetReadyWait(s *Store, d time.Duration) { s.readyWait = d }
+
+// HoldWatchConn takes the change watcher's only connection, so that the
+// watcher cannot take its baseline until release is called.
+func HoldWatchConn(ctx context.Context, s *Store) (release func(), err error) {
+	c, err := s.watchDB.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() { c.Close() }, nil
 }

@@ -111,7 +111,12 @@ type Store struct {
 	// has one); Subscribe waits on it.
 	readyMu   sync.Mutex
 	ready     chan struct{}
-	watchDone chan struct{}
+	readyWait time.Duration // how long Subscribe waits for it
+	// lateSubscribe is set when a Subscribe gave up waiting: the watcher
+	// then signals everyone once it has its baseline, since commits in
+	// between went unseen.
+	lateSubscribe atomic.Bool
+	watchDone     chan struct{}
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -224,6 +229,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		wctx, cancel := context.WithCancel(context.Background())
 		s.stopWatch, s.watchDone = cancel, make(chan struct{})
 		s.ready = make(chan struct{})
+		s.readyWait = 5 * time.Second
 		go s.watch(wctx, s.watchDB, opts.ChangePoll)
 	}
 	return s, nil
