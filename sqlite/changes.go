@@ -158,7 +158,7 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 		return err
 	}
 	var last int64
-	lastCP := s.checkpoints.Load()
+	lastCP := s.checkpointsDone.Load()
 	if err := version.QueryRowContext(ctx).Scan(&last); err != nil {
 		return err
 	}
@@ -184,7 +184,8 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 	idle := s.changes.Idle()
 	t := time.NewTimer(every)
 	defer t.Stop()
-	var hotUntil time.Time // a write may become visible until then
+	var hotUntil time.Time     // a write may become visible until then
+	var pendingUntil time.Time // an unexplained version change becomes All then
 	step := time.Duration(0)
 	for {
 		select {
@@ -213,23 +214,43 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 			step = max(step, changeFirst)
 		}
 		s.watchChecks.Add(1)
+		// Read before data_version: a checkpoint running now may show as
+		// more than one change (copying, then resetting the log).
+		cpDone := s.checkpointsDone.Load()
+		cpRunning := s.checkpoints.Load() != cpDone
 		var v int64
 		if err := version.QueryRowContext(ctx).Scan(&v); err != nil {
 			return err
 		}
 		if v != last {
 			last = v
-			// This process's own checkpoint explains one change without
-			// a change-log row.
-			cp := s.checkpoints.Load()
-			c, used, err := s.foreignChanges(ctx, newer, &lastSeq, cp != lastCP)
-			if used {
-				lastCP = cp
+			// This process's own checkpoint, running or finished since the
+			// last one accounted for, explains a change without a
+			// change-log row.
+			c, used, rowless, err := s.foreignChanges(ctx, newer, &lastSeq, cpRunning || cpDone != lastCP)
+			if used && !cpRunning {
+				lastCP = cpDone
 			}
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("change watcher: change log", "err", err)
 			}
+			switch {
+			case rowless && pendingUntil.IsZero():
+				// A version change with no change-log row is seen now and
+				// then while another connection is in the middle of a
+				// logged commit; wait a little for its row before taking
+				// it for a writer that keeps no log.
+				pendingUntil = time.Now().Add(changeHot)
+				hotUntil = pendingUntil
+				step = max(step, changeFirst)
+			case !rowless && err == nil:
+				pendingUntil = time.Time{} // a logged commit explained it
+			}
 			s.publish(c)
+		}
+		if !pendingUntil.IsZero() && !time.Now().Before(pendingUntil) {
+			pendingUntil = time.Time{}
+			s.publish(mailroom.Change{All: true})
 		}
 		if events != nil && time.Now().Before(hotUntil) {
 			t.Reset(step)
@@ -389,13 +410,13 @@ const newerChangesSQL = `SELECT seq, origin, all_inboxes, identities, roles FROM
 
 // foreignChanges reads the change log after seq *last and returns what
 // other store instances' commits touched. A version bump with no new row
-// (a writer that keeps no log, or another process's checkpoint) is All,
-// unless checkpointed says this process checkpointed meanwhile; so is a gap
-// (rows pruned before this watcher read them).
-func (s *Store) foreignChanges(ctx context.Context, newer *sql.Stmt, last *int64, checkpointed bool) (_ mailroom.Change, usedCheckpoint bool, _ error) {
+// (a writer that keeps no log, or another process's checkpoint) is
+// rowless, unless checkpointed says this process checkpointed meanwhile; a
+// gap (rows pruned before this watcher read them) is All.
+func (s *Store) foreignChanges(ctx context.Context, newer *sql.Stmt, last *int64, checkpointed bool) (_ mailroom.Change, usedCheckpoint, rowless bool, _ error) {
 	rows, err := newer.QueryContext(ctx, *last)
 	if err != nil {
-		return mailroom.Change{All: true}, false, err
+		return mailroom.Change{All: true}, false, false, err
 	}
 	defer rows.Close()
 	var c mailroom.Change
@@ -410,7 +431,7 @@ func (s *Store) foreignChanges(ctx context.Context, newer *sql.Stmt, last *int64
 			rolesList []string
 		)
 		if err := rows.Scan(&seq, &origin, &all, &ids, &rls); err != nil {
-			return mailroom.Change{All: true}, false, err
+			return mailroom.Change{All: true}, false, false, err
 		}
 		if n == 0 && seq != *last+1 && *last != 0 {
 			c.Merge(mailroom.Change{All: true})
@@ -425,18 +446,18 @@ func (s *Store) foreignChanges(ctx context.Context, newer *sql.Stmt, last *int64
 		c.Merge(mailroom.Change{All: all, Identities: idl, Roles: rolesList})
 	}
 	if err := rows.Err(); err != nil {
-		return mailroom.Change{All: true}, false, err
+		return mailroom.Change{All: true}, false, false, err
 	}
 	if n == 0 {
 		if checkpointed {
-			return mailroom.Change{}, true, nil
+			return mailroom.Change{}, true, false, nil
 		}
-		return mailroom.Change{All: true}, false, nil
+		return mailroom.Change{}, false, true, nil
 	}
 	if n == 1000 {
 		c.Merge(mailroom.Change{All: true}) // far behind: more than it read
 	}
-	return c, false, nil
+	return c, false, false, nil
 }
 
 func maxChangeSeq(ctx context.Context, conn *sql.Conn) (int64, error) {

@@ -175,6 +175,7 @@ func (s *Store) checkpoint(ctx context.Context) {
 	// A truncating checkpoint changes data_version without a commit; the
 	// watcher must not take it for a write that keeps no change log.
 	s.checkpoints.Add(1)
+	defer s.checkpointsDone.Add(1)
 	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)
 	if err != nil || busy != 0 {
 		s.log.Warn("WAL checkpoint after scrubbing did not complete; the next one will", "err", err, "busy", busy)

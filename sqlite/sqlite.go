@@ -107,6 +107,8 @@ type Store struct {
 	watchChecks  atomic.Int64 // data_version checks (tests count them)
 	watching     atomic.Bool  // the watcher holds its connection (tests)
 	checkpoints  atomic.Int64 // truncating checkpoints started (see checkpoint)
+	// checkpointsDone counts those finished.
+	checkpointsDone atomic.Int64
 	// ready is closed once the watcher has its baseline (nil while it
 	// has one); Subscribe waits on it.
 	readyMu   sync.Mutex
