@@ -243,8 +243,12 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 				pendingUntil = time.Now().Add(changeHot)
 				hotUntil = pendingUntil
 				step = max(step, changeFirst)
-			case !rowless && err == nil:
-				pendingUntil = time.Time{} // a logged commit explained it
+			case !rowless && !used && err == nil:
+				// Rows arrived: the pending change was their commit's. A
+				// writer that keeps no log (none of mailroom's) followed
+				// within changeHot by a logged commit is reported as that
+				// commit only.
+				pendingUntil = time.Time{}
 			}
 			s.publish(c)
 		}
