@@ -389,11 +389,14 @@ func (in ListInput) FilterWith(l Limits) (ListFilter, error) {
 
 // Page is list_messages' result.
 type Page struct {
-	Messages   []Row   `json:"messages"`
-	TotalCount int     `json:"totalCount"`
-	NextOffset *int    `json:"nextOffset"`
-	NextCursor *string `json:"nextCursor"`
-	Watermark  *string `json:"watermark"`
+	Messages   []Row `json:"messages"`
+	TotalCount int   `json:"totalCount"`
+	// TotalCountExact is false when a search stopped counting (SearchScan,
+	// SearchCount): TotalCount is then a lower bound.
+	TotalCountExact bool    `json:"totalCountExact"`
+	NextOffset      *int    `json:"nextOffset"`
+	NextCursor      *string `json:"nextCursor"`
+	Watermark       *string `json:"watermark"`
 }
 
 // cursorPrefix versions the cursor format.

@@ -78,7 +78,7 @@ var tools = []tool{
 		name:  "list_messages",
 		title: "List messages",
 		description: "List mail newest first (with relatedTo: most shared concepts first), archived hidden. " +
-			"Returns totalCount, nextOffset (null on the last page) and watermark (mark_read's through). Never marks read.",
+			"Returns totalCount (with query at most 500: totalCountExact false), nextOffset (null on the last page), nextCursor and watermark (mark_read's through). Never marks read.",
 		readOnly:   true,
 		idempotent: true,
 		input: json.RawMessage(`{
@@ -104,7 +104,7 @@ var tools = []tool{
 	}
 }`),
 		output: json.RawMessage(`{"type": "object", "properties": {"messages": {"type": "array", "items": ` + rowSchema + `}},
-	"required": ["messages", "totalCount", "nextOffset", "nextCursor", "watermark"]}`),
+	"required": ["messages", "totalCount", "totalCountExact", "nextOffset", "nextCursor", "watermark"]}`),
 	},
 	{
 		name:        "get_message",

@@ -114,9 +114,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	if err != nil {
 		return mailroom.Page{}, err
 	}
-	page := mailroom.Page{Messages: []mailroom.Row{}}
+	page := mailroom.Page{Messages: []mailroom.Row{}, TotalCountExact: true}
 	err = s.read(ctx, func(tx pgx.Tx) error {
-		page.Messages = page.Messages[:0]
+		page.Messages, page.TotalCountExact = page.Messages[:0], true
 		me, err := reader(ctx, tx, me, f.OfName, f.OfKind)
 		if err != nil {
 			return err
@@ -183,9 +183,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if to != "" {
 			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(to) + `)`
 		}
+		var search string // the text query, for a bounded search
 		if f.QueryEmpty {
 			mcond += ` AND false`
-		} else if len(f.Search) > 0 {
+		} else if len(f.Search) > 0 && f.RelatedTo == "" {
+			search = tsquery(f.Search, param)
+		} else if len(f.Search) > 0 { // relatedTo bounds the candidates itself
 			mcond += ` AND m.fts @@ ` + tsquery(f.Search, param)
 		}
 		if len(f.Concepts) > 0 {
@@ -205,55 +208,117 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			related = param(t.seq)
 			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(related) + `)`
 		}
-		var parts []string
-		if f.Box != mailroom.BoxOutbox {
-			parts = inboxBranches(dcond, mcond)
+		// branches are the SELECTs of (seq, rcpt) the listing unions, with
+		// extra conditions on the inbox's delivery d and the outbox's
+		// message m.
+		branches := func(dextra, mextra string) []string {
+			var b []string
+			if f.Box != mailroom.BoxOutbox {
+				b = inboxBranches(dcond+dextra, mcond)
+				if len(roles.ids) == 0 {
+					b = b[:1] // no role mail reaches a caller without roles
+				}
+			}
+			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
+				// Outbox rows have no read state, archive or route of the
+				// caller's, so listings by those have none of them.
+				b = append(b, outboxBranch(mcond+mextra, f.Box == mailroom.BoxAll))
+			}
+			return b
 		}
-		if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
-			// Outbox rows have no read state, archive or route of the
-			// caller's, so listings by those have none of them.
-			parts = append(parts, outboxBranch(mcond, f.Box == mailroom.BoxAll))
-		}
+		parts := branches("", "")
 		if page.Watermark, err = watermark(ctx, tx, me, roles); err != nil {
 			return err
 		}
 		if len(parts) == 0 {
 			return nil
 		}
-		var count strings.Builder
-		count.WriteString(`SELECT 0`)
-		for i, p := range parts {
-			if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
-				count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
-				continue
-			}
-			count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)
-		}
 		// The listing queries vary with the filters: run them as unnamed
 		// statements typed by their Go arguments rather than fill the
 		// statement cache (an outbox listing leaves $2 and $3 unused).
-		if err := tx.QueryRow(ctx, callerArgs+count.String(), exec(args)...).Scan(&page.TotalCount); err != nil {
-			return err
-		}
-		if f.Offset >= page.TotalCount {
-			return nil
-		}
-		// A cursor is a position in seq order: the page after it is the
-		// same index range scan as a first page, at any depth. (Its
-		// parameter comes after the count's, which does not use it.)
-		pageParts := parts
-		if f.Before > 0 {
-			p := param(f.Before)
-			pageParts = nil
-			if f.Box != mailroom.BoxOutbox {
-				pageParts = inboxBranches(dcond+` AND d.message_seq < `+p, mcond)
+		var pageParts []string
+		offset := f.Offset
+		if search != "" {
+			// A bounded search (mailroom.SearchWalk): walk the words'
+			// matches newest first, asking of each whether it is in the
+			// listing, then read the page's rows by seq.
+			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`)
+			for i, b := range mine {
+				mine[i] = `EXISTS (` + b + `)`
 			}
-			if len(parts) > len(pageParts) {
-				pageParts = append(pageParts, outboxBranch(mcond+` AND m.seq < `+p, f.Box == mailroom.BoxAll))
+			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
+				w := mailroom.NewSearchWalk(offset, limit)
+				q := callerArgs + `SELECT w.seq, ` + strings.Join(mine, " OR ") + ` FROM message w WHERE w.fts @@ ` + search
+				if before > 0 {
+					q += ` AND w.seq < ` + strconv.FormatInt(before, 10)
+				}
+				rows, err := tx.Query(ctx, q+` ORDER BY w.seq DESC LIMIT `+strconv.Itoa(w.Limit()), exec(args)...)
+				if err != nil {
+					return nil, err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var seq int64
+					var in bool
+					if err := rows.Scan(&seq, &in); err != nil {
+						return nil, err
+					}
+					if !w.Add(seq, in) {
+						break
+					}
+				}
+				return w, rows.Err()
+			}
+			w, err := walk(0, f.Offset, f.Limit)
+			if err != nil {
+				return err
+			}
+			page.TotalCount, page.TotalCountExact = w.Total()
+			if f.Before > 0 { // the total is the listing's; the page is below the cursor
+				if w, err = walk(f.Before, 0, f.Limit); err != nil {
+					return err
+				}
+			}
+			seqs := w.Page(f.Offset, f.Limit)
+			if len(seqs) <= f.Limit && w.Resume() > 0 {
+				c := mailroom.Cursor(w.Resume())
+				page.NextCursor = &c
+			}
+			if len(seqs) == 0 {
+				return nil
+			}
+			// The page's rows match, and saying so again types the query's
+			// parameter, which the server must know for every one given.
+			mcond += ` AND m.fts @@ ` + search
+			p := param(seqs)
+			pageParts, offset = branches(` AND d.message_seq = ANY(`+p+`::bigint[])`, ` AND m.seq = ANY(`+p+`::bigint[])`), 0
+		} else {
+			var count strings.Builder
+			count.WriteString(`SELECT 0`)
+			for i, p := range parts {
+				if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
+					count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
+					continue
+				}
+				count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)
+			}
+			if err := tx.QueryRow(ctx, callerArgs+count.String(), exec(args)...).Scan(&page.TotalCount); err != nil {
+				return err
+			}
+			if f.Offset >= page.TotalCount {
+				return nil
+			}
+			// A cursor is a position in seq order: the page after it is
+			// the same index range scan as a first page, at any depth. (Its
+			// parameter comes after the count's, which does not use it.)
+			pageParts = parts
+			if f.Before > 0 {
+				p := param(f.Before)
+				pageParts = branches(` AND d.message_seq < `+p, ` AND m.seq < `+p)
 			}
 		}
 		// One row more than the page says whether a next page exists.
-		lim, off := param(f.Limit+1), param(f.Offset)
+		lim, off := param(f.Limit+1), param(offset)
 		var q string
 		if related != "" {
 			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT u.seq, u.rcpt, (SELECT count(*) FROM message_concept x

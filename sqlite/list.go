@@ -89,7 +89,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	if err != nil {
 		return mailroom.Page{}, err
 	}
-	page := mailroom.Page{Messages: []mailroom.Row{}}
+	page := mailroom.Page{Messages: []mailroom.Row{}, TotalCountExact: true}
 	err = s.read(ctx, func(tx *ptx) error {
 		me, err := reader(ctx, tx, me, f.OfName, f.OfKind)
 		if err != nil {
@@ -164,12 +164,16 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			p := param(f.Before)
 			dbefore, mbefore = ` AND d.message_seq < `+p, ` AND m.seq < `+p
 		}
-		var ocond string // outbox-only conditions
+		var ocond string  // outbox-only conditions
+		var search string // the full-text query's parameter, for a bounded search
 		if f.QueryEmpty {
 			mcond += ` AND 0`
+		} else if len(f.Search) > 0 && f.RelatedTo == "" {
+			search = param(ftsQuery(f.Search))
 		} else if len(f.Search) > 0 {
-			// On the delivery's seq, so the personal branch need not read
-			// each match's message row as well as its delivery.
+			// relatedTo bounds the candidates itself. On the delivery's
+			// seq, so the personal branch need not read each match's
+			// message row as well as its delivery.
 			match := `IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(ftsQuery(f.Search)) + `)`
 			dcond += ` AND d.message_seq ` + match
 			ocond += ` AND m.seq ` + match
@@ -195,40 +199,102 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(cs, param) + `)`
 		}
-		var parts, pageParts []string
-		if f.Box != mailroom.BoxOutbox {
-			parts = inboxBranches(dcond, mcond)
-			pageParts = inboxBranches(dcond+dbefore, mcond)
+		// branches are the SELECTs of (seq, did) the listing unions, with
+		// extra conditions on the inbox's delivery d and the outbox's
+		// message m.
+		branches := func(dextra, mextra string) []string {
+			var b []string
+			if f.Box != mailroom.BoxOutbox {
+				b = inboxBranches(dcond+dextra, mcond)
+				if len(roles) == 0 {
+					b = b[:1] // no role mail reaches a caller without roles
+				}
+			}
+			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
+				// Outbox rows have no read state, archive or route of the
+				// caller's, so listings by those have none of them.
+				b = append(b, outboxBranch(mcond+ocond+mextra, f.Box == mailroom.BoxAll))
+			}
+			return b
 		}
-		if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
-			// Outbox rows have no read state, archive or route of the
-			// caller's, so listings by those have none of them.
-			parts = append(parts, outboxBranch(mcond+ocond, f.Box == mailroom.BoxAll))
-			pageParts = append(pageParts, outboxBranch(mcond+ocond+mbefore, f.Box == mailroom.BoxAll))
-		}
+		parts, pageParts := branches("", ""), branches(dbefore, mbefore)
 		if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
 			return err
 		}
 		if len(parts) == 0 {
 			return nil
 		}
-		var count strings.Builder
-		count.WriteString(`SELECT 0`)
-		for i, p := range parts {
-			if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
-				count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
-				continue
+		offset := f.Offset
+		if search != "" {
+			// A bounded search (mailroom.SearchWalk): walk the word's
+			// matches newest first, asking of each whether it is in the
+			// listing, then read the page's rows by seq.
+			mine := branches(` AND d.message_seq = f.rowid`, ` AND m.seq = f.rowid`)
+			for i, b := range mine {
+				mine[i] = `EXISTS (` + b + `)`
 			}
-			count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
+			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
+				w := mailroom.NewSearchWalk(offset, limit)
+				q := `SELECT f.rowid, ` + strings.Join(mine, " OR ") + ` FROM message_fts f WHERE message_fts MATCH ` + search
+				if before > 0 {
+					q += ` AND f.rowid < ` + itoa(int(before))
+				}
+				rows, err := tx.queryUncached(ctx, q+` ORDER BY f.rowid DESC LIMIT `+itoa(w.Limit()), args...)
+				if err != nil {
+					return nil, err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var seq int64
+					var in bool
+					if err := rows.Scan(&seq, &in); err != nil {
+						return nil, err
+					}
+					if !w.Add(seq, in) {
+						break
+					}
+				}
+				return w, rows.Err()
+			}
+			w, err := walk(0, f.Offset, f.Limit)
+			if err != nil {
+				return err
+			}
+			page.TotalCount, page.TotalCountExact = w.Total()
+			if f.Before > 0 { // the total is the listing's; the page is below the cursor
+				if w, err = walk(f.Before, 0, f.Limit); err != nil {
+					return err
+				}
+			}
+			seqs := w.Page(f.Offset, f.Limit)
+			if len(seqs) <= f.Limit && w.Resume() > 0 {
+				c := mailroom.Cursor(w.Resume())
+				page.NextCursor = &c
+			}
+			if len(seqs) == 0 {
+				return nil
+			}
+			in := ` IN (SELECT value FROM json_each(` + param(jsonInts(seqs)) + `))`
+			pageParts, offset = branches(` AND d.message_seq`+in, ` AND m.seq`+in), 0
+		} else {
+			var count strings.Builder
+			count.WriteString(`SELECT 0`)
+			for i, p := range parts {
+				if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
+					count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
+					continue
+				}
+				count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
+			}
+			// The count and page queries vary with the filters: the common
+			// shapes are kept prepared, the rest run unprepared.
+			if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
+				return err
+			}
 		}
-		// The count and page queries vary with the filters: the common
-		// shapes are kept prepared, the rest run unprepared.
-		if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
-			return err
-		}
-		if f.Offset < page.TotalCount {
+		if offset < page.TotalCount || search != "" {
 			// One row more than the page says whether a next page exists.
-			lim, off := param(f.Limit+1), param(f.Offset)
+			lim, off := param(f.Limit+1), param(offset)
 			q := `SELECT ` + rowColumns + `, b.seq FROM (` + strings.Join(pageParts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
 				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
 			if related != "" {

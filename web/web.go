@@ -218,19 +218,20 @@ func (in *Inbox) signout(w http.ResponseWriter, r *http.Request, v visitor) {
 
 // page is what every template gets.
 type page struct {
-	Title  string
-	Me     string
-	CSRF   string
-	Flash  string
-	Error  string
-	Status mailroom.Status
-	View   inboxView
-	Rows   []mailroom.Row
-	Total  int
-	More   bool
-	Thread []mailroom.Message
-	Reply  *replyForm
-	Back   string
+	Title   string
+	Me      string
+	CSRF    string
+	Flash   string
+	Error   string
+	Status  mailroom.Status
+	View    inboxView
+	Rows    []mailroom.Row
+	Total   int
+	AtLeast bool // Total is a lower bound (a search stopped counting)
+	More    bool
+	Thread  []mailroom.Message
+	Reply   *replyForm
+	Back    string
 }
 
 // inboxView is the inbox's filter, from the query string.
@@ -305,7 +306,7 @@ func (in *Inbox) inbox(w http.ResponseWriter, r *http.Request, v visitor) {
 	if err == nil {
 		var pg mailroom.Page
 		pg, err = in.store.List(r.Context(), f)
-		p.Rows, p.Total, p.More = pg.Messages, pg.TotalCount, pg.NextOffset != nil
+		p.Rows, p.Total, p.AtLeast, p.More = pg.Messages, pg.TotalCount, !pg.TotalCountExact, pg.NextOffset != nil
 	}
 	if err != nil {
 		p.Error = mailroom.ErrorMessage(err)

@@ -1,0 +1,110 @@
+package mailroom_test
+
+import (
+	"testing"
+
+	"github.com/mailroom/mailroom"
+)
+
+// feed runs a walk over n matches, seqs n..1 newest first, where mine says
+// which are the caller's; it returns the walk and how many it examined.
+func feed(w *mailroom.SearchWalk, n int, mine func(seq int64) bool) (*mailroom.SearchWalk, int) {
+	sent := 0
+	for seq := int64(n); seq >= 1 && sent < w.Limit(); seq-- {
+		sent++
+		if !w.Add(seq, mine(seq)) {
+			break
+		}
+	}
+	return w, sent
+}
+
+func TestSearchWalk(t *testing.T) {
+	all := func(int64) bool { return true }
+	none := func(int64) bool { return false }
+	for _, tc := range []struct {
+		name           string
+		matches        int
+		mine           func(int64) bool
+		offset, limit  int
+		total          int
+		exact          bool
+		page           int   // rows on the page, with the one that says more exist
+		resume         int64 // 0: none
+		examinedAtMost int
+	}{
+		{name: "few matches, all mine", matches: 30, mine: all, limit: 50, total: 30, exact: true, page: 30},
+		{name: "exactly the count bound", matches: mailroom.SearchCount, mine: all, limit: 50, total: mailroom.SearchCount, exact: true, page: 51},
+		{name: "one over the count bound", matches: mailroom.SearchCount + 1, mine: all, limit: 50, total: mailroom.SearchCount, exact: false, page: 51,
+			examinedAtMost: mailroom.SearchCount + 1},
+		{name: "a word in every message", matches: 1_000_000, mine: all, limit: 50, total: mailroom.SearchCount, exact: false, page: 51,
+			examinedAtMost: mailroom.SearchCount + 1},
+		{name: "a deep offset is still counted to", matches: 1_000_000, mine: all, offset: 1500, limit: 200, total: 1700, exact: false, page: 201},
+		{name: "nothing mine within the scan", matches: 50_000, mine: none, limit: 50, total: 0, exact: false, page: 0,
+			resume: 50_000 - mailroom.SearchScan + 1, examinedAtMost: mailroom.SearchScan + 1},
+		{name: "all examined, none mine", matches: mailroom.SearchScan, mine: none, limit: 50, total: 0, exact: true, page: 0},
+		{name: "a few mine among many", matches: 50_000, mine: func(s int64) bool { return s%1000 == 0 }, limit: 50, total: 10, exact: false, page: 10,
+			resume: 50_000 - mailroom.SearchScan + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, examined := feed(mailroom.NewSearchWalk(tc.offset, tc.limit), tc.matches, tc.mine)
+			total, exact := w.Total()
+			if total != tc.total || exact != tc.exact {
+				t.Errorf("total %d exact %v, want %d %v", total, exact, tc.total, tc.exact)
+			}
+			if got := len(w.Page(tc.offset, tc.limit)); got != tc.page {
+				t.Errorf("page of %d rows, want %d", got, tc.page)
+			}
+			if tc.page <= tc.limit {
+				if got := w.Resume(); got != tc.resume {
+					t.Errorf("resume at %d, want %d", got, tc.resume)
+				}
+			}
+			if tc.examinedAtMost > 0 && examined > tc.examinedAtMost {
+				t.Errorf("examined %d matches, want at most %d", examined, tc.examinedAtMost)
+			}
+			if !exact && total > tc.matches {
+				t.Errorf("a lower bound %d above the %d matches", total, tc.matches)
+			}
+		})
+	}
+}
+
+// Resumed walks together see every match once: the pages a cursor chain
+// returns are exactly the caller's matches.
+func TestSearchWalkResumesWithoutGaps(t *testing.T) {
+	const n = 35_000
+	mine := func(s int64) bool { return s%7 == 0 }
+	var got []int64
+	before := int64(n + 1)
+	for range 100 {
+		w := mailroom.NewSearchWalk(0, 50)
+		for seq := before - 1; seq >= 1; seq-- {
+			if !w.Add(seq, mine(seq)) {
+				break
+			}
+		}
+		page := w.Page(0, 50)
+		if len(page) > 50 {
+			got = append(got, page[:50]...)
+			before = page[49]
+			continue
+		}
+		got = append(got, page...)
+		if before = w.Resume(); before == 0 {
+			break
+		}
+	}
+	want := 0
+	for s := int64(n); s >= 1; s-- {
+		if mine(s) {
+			if want >= len(got) || got[want] != s {
+				t.Fatalf("row %d: got %v, want seq %d", want, got[min(want, len(got)-1)], s)
+			}
+			want++
+		}
+	}
+	if want != len(got) {
+		t.Fatalf("%d rows, want %d", len(got), want)
+	}
+}
