@@ -268,6 +268,9 @@ type ListFilter struct {
 	// Before, from a cursor, keeps only messages earlier than this
 	// position in the store's commit order; 0 for none.
 	Before int64
+	// SearchBounds bound a full-text listing; the zero value means
+	// SearchScan and SearchCount (tests set smaller ones).
+	SearchBounds SearchBounds
 }
 
 // Filter validates in with the default limits.

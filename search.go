@@ -12,10 +12,27 @@ const (
 	SearchCount = 500    // rows a search counts before it stops
 )
 
+// SearchBounds are the bounds of one search; a zero field means its
+// default.
+type SearchBounds struct {
+	Scan, Count int
+}
+
+func (b SearchBounds) withDefaults() SearchBounds {
+	if b.Scan <= 0 {
+		b.Scan = SearchScan
+	}
+	if b.Count <= 0 {
+		b.Count = SearchCount
+	}
+	return b
+}
+
 // SearchWalk collects one pass of a search over the word matches, newest
 // first: the store feeds it each match in turn with whether the row is the
 // caller's (under every other filter) until Add says stop.
 type SearchWalk struct {
+	scan     int     // matches to examine at most
 	need     int     // rows to collect before stopping
 	Seqs     []int64 // the caller's rows, newest first
 	examined int
@@ -23,20 +40,21 @@ type SearchWalk struct {
 	Cut      bool  // stopped before the matches ran out
 }
 
-// NewSearchWalk starts a walk that needs the rows of a page at offset and
-// limit, and at least SearchCount of them for the total.
-func NewSearchWalk(offset, limit int) *SearchWalk {
-	return &SearchWalk{need: max(SearchCount, offset+limit) + 1}
+// NewSearchWalk starts a walk within b that needs the rows of a page at
+// offset and limit, and at least b.Count of them for the total.
+func NewSearchWalk(b SearchBounds, offset, limit int) *SearchWalk {
+	b = b.withDefaults()
+	return &SearchWalk{scan: b.Scan, need: max(b.Count, offset+limit) + 1}
 }
 
-// Limit is how many matches a store need send at most: one more than
-// SearchScan says whether the scan stopped short.
-func (w *SearchWalk) Limit() int { return SearchScan + 1 }
+// Limit is how many matches a store need send at most: one more than the
+// scan bound says whether the scan stopped short.
+func (w *SearchWalk) Limit() int { return w.scan + 1 }
 
 // Add records the next match at seq, and reports whether the walk wants
 // another.
 func (w *SearchWalk) Add(seq int64, mine bool) bool {
-	if w.examined == SearchScan {
+	if w.examined == w.scan {
 		w.Cut = true
 		return false
 	}

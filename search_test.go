@@ -47,7 +47,7 @@ func TestSearchWalk(t *testing.T) {
 			resume: 50_000 - mailroom.SearchScan + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, examined := feed(mailroom.NewSearchWalk(tc.offset, tc.limit), tc.matches, tc.mine)
+			w, examined := feed(mailroom.NewSearchWalk(mailroom.SearchBounds{}, tc.offset, tc.limit), tc.matches, tc.mine)
 			total, exact := w.Total()
 			if total != tc.total || exact != tc.exact {
 				t.Errorf("total %d exact %v, want %d %v", total, exact, tc.total, tc.exact)
@@ -78,7 +78,7 @@ func TestSearchWalkResumesWithoutGaps(t *testing.T) {
 	var got []int64
 	before := int64(n + 1)
 	for range 100 {
-		w := mailroom.NewSearchWalk(0, 50)
+		w := mailroom.NewSearchWalk(mailroom.SearchBounds{}, 0, 50)
 		for seq := before - 1; seq >= 1; seq-- {
 			if !w.Add(seq, mine(seq)) {
 				break

@@ -247,7 +247,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				mine[i] = `EXISTS (` + b + `)`
 			}
 			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
-				w := mailroom.NewSearchWalk(offset, limit)
+				w := mailroom.NewSearchWalk(f.SearchBounds, offset, limit)
 				q := callerArgs + `SELECT w.seq, ` + strings.Join(mine, " OR ") + ` FROM message w WHERE w.fts @@ ` + search
 				if before > 0 {
 					q += ` AND w.seq < ` + strconv.FormatInt(before, 10)

@@ -234,7 +234,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				mine[i] = `EXISTS (` + b + `)`
 			}
 			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
-				w := mailroom.NewSearchWalk(offset, limit)
+				w := mailroom.NewSearchWalk(f.SearchBounds, offset, limit)
 				q := `SELECT f.rowid, ` + strings.Join(mine, " OR ") + ` FROM message_fts f WHERE message_fts MATCH ` + search
 				if before > 0 {
 					q += ` AND f.rowid < ` + itoa(int(before))

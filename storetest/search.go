@@ -1,103 +1,115 @@
 package storetest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/mailroom/mailroom"
 )
 
-// bulkSender is a store that can seed many messages at once (both stores'
-// SendMany); the bounded-search test needs more than SearchScan.
-type bulkSender interface {
-	SendMany(ctx context.Context, d mailroom.Draft, n int) error
-}
-
-// testSearchIsBounded: a search examines at most SearchScan word matches
-// and counts at most SearchCount rows, says when its total is a lower
-// bound, and its cursor carries on where it stopped, so a cursor walk still
-// returns every match once.
+// testSearchIsBounded: a search examines at most its scan bound of word
+// matches and counts at most its count bound of rows, says when its total
+// is a lower bound, and its cursor carries on where it stopped, so a cursor
+// walk still returns every match once. It runs with small bounds (the
+// filter carries them) so that a few hundred sends cross them.
 func testSearchIsBounded(t *testing.T, s mailroom.Store) {
-	bulk, ok := s.(bulkSender)
-	if !ok {
-		t.Skip("the store has no SendMany to seed with")
-	}
 	e := newEnv(t, s)
-	seed := func(from, to, body string, n int) {
+	b := mailroom.SearchBounds{Scan: 60, Count: 20}
+	list := func(who string, in mailroom.ListInput) mailroom.Page {
 		t.Helper()
-		d, err := mailroom.SendInput{To: []string{to}, Subject: "seeded", Body: body}.Draft(0)
+		f, err := in.Filter()
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.OriginSessionID = "SESSION:test"
-		if err := bulk.SendMany(e.as(from), d, n); err != nil {
-			t.Fatal(err)
+		f.SearchBounds = b
+		p, err := s.List(e.as(who), f)
+		if err != nil {
+			t.Fatalf("list for %s: %v", who, err)
 		}
+		return p
+	}
+	seed := func(to, body string, n int) []string {
+		t.Helper()
+		var ids []string
+		for range n {
+			r, err := e.trySend("alice", mailroom.SendInput{To: []string{to}, Body: body})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append([]string{r.MessageID}, ids...) // newest first
+		}
+		return ids
 	}
 	// Oldest first: bob's harbor mail, then more harbor mail than one
 	// search examines, all to carol; then lanterns past the count bound.
-	seed("alice", "@bob", "the harbor at dawn", 5)
-	seed("alice", "@carol", "the harbor at noon", mailroom.SearchScan)
-	seed("alice", "@bob", "a lantern in the window", mailroom.SearchCount+5)
-	seed("alice", "@bob", "a rare comet", 3)
+	harbor := seed("@bob", "the harbor at dawn", 5)
+	seed("@carol", "the harbor at noon", b.Scan)
+	lanterns := seed("@bob", "a lantern in the window", b.Count+5)
+	seed("@bob", "a rare comet", 3)
 
-	p := e.list("bob", mailroom.ListInput{Query: "comet"})
+	p := list("bob", mailroom.ListInput{Query: "comet"})
 	if p.TotalCount != 3 || !p.TotalCountExact || len(p.Messages) != 3 || p.NextCursor != nil {
 		t.Fatalf("a search with few matches: total %d exact %v, %d rows, nextCursor %v; want 3, exact, 3 rows, none",
 			p.TotalCount, p.TotalCountExact, len(p.Messages), p.NextCursor)
 	}
-	if p := e.list("bob", mailroom.ListInput{}); !p.TotalCountExact || p.TotalCount != 5+mailroom.SearchCount+5+3 {
-		t.Fatalf("an unfiltered listing counts exactly: %d exact %v", p.TotalCount, p.TotalCountExact)
+	if p := list("bob", mailroom.ListInput{}); !p.TotalCountExact || p.TotalCount != 5+b.Count+5+3 {
+		t.Fatalf("a listing without query counts exactly: %d exact %v", p.TotalCount, p.TotalCountExact)
 	}
 
-	p = e.list("bob", mailroom.ListInput{Query: "lantern"})
-	if p.TotalCount != mailroom.SearchCount || p.TotalCountExact || len(p.Messages) != 50 ||
-		p.NextOffset == nil || *p.NextOffset != 50 || p.NextCursor == nil {
-		t.Fatalf("past the count bound: total %d exact %v, %d rows, nextOffset %v; want %d as a lower bound, 50 rows, nextOffset 50 and a cursor",
-			p.TotalCount, p.TotalCountExact, len(p.Messages), p.NextOffset, mailroom.SearchCount)
+	lim := 10
+	p = list("bob", mailroom.ListInput{Query: "lantern", Limit: &lim})
+	if p.TotalCount != b.Count || p.TotalCountExact || len(p.Messages) != 10 ||
+		p.NextOffset == nil || *p.NextOffset != 10 || p.NextCursor == nil {
+		t.Fatalf("past the count bound: total %d exact %v, %d rows, nextOffset %v; want %d as a lower bound, 10 rows, nextOffset 10 and a cursor",
+			p.TotalCount, p.TotalCountExact, len(p.Messages), p.NextOffset, b.Count)
 	}
-	lim := 200
-	if got := len(e.searchWalk("bob", mailroom.ListInput{Query: "lantern", Limit: &lim})); got != mailroom.SearchCount+5 {
-		t.Fatalf("a cursor walk of the lantern search returned %d rows, want all %d", got, mailroom.SearchCount+5)
+	wantIDs(t, "the lantern search by offset", ids(p), lanterns[:10]...)
+	if p := list("bob", mailroom.ListInput{Query: "lantern", Limit: &lim, Offset: ptr(20)}); len(p.Messages) != 5 || p.TotalCount != 25 || !p.TotalCountExact {
+		// A page past the count bound is served: the walk counts as deep
+		// as the page (20 + 10 rows), which here is past the last match.
+		t.Fatalf("offset 20: %d rows, total %d exact %v; want 5, 25, exact", len(p.Messages), p.TotalCount, p.TotalCountExact)
 	}
+	wantIDs(t, "the lantern search by cursor", walkSearch(t, list, "bob", mailroom.ListInput{Query: "lantern", Limit: &lim}), lanterns...)
 
 	// Every harbor match within one search's scan is carol's: bob's first
 	// page is empty, says its total is only a lower bound, and its cursor
 	// leads on to his five.
-	p = e.list("bob", mailroom.ListInput{Query: "harbor"})
+	p = list("bob", mailroom.ListInput{Query: "harbor"})
 	if len(p.Messages) != 0 || p.TotalCount != 0 || p.TotalCountExact || p.NextCursor == nil || p.NextOffset != nil {
 		t.Fatalf("a scan that stopped short: %d rows, total %d exact %v, nextCursor %v, nextOffset %v; want none, 0 as a lower bound, a cursor, no offset",
 			len(p.Messages), p.TotalCount, p.TotalCountExact, p.NextCursor, p.NextOffset)
 	}
-	next := e.list("bob", mailroom.ListInput{Query: "harbor", Cursor: p.NextCursor})
-	if len(next.Messages) != 5 || next.NextCursor != nil {
-		t.Fatalf("the page after the scan: %d rows, nextCursor %v; want bob's 5 and the end", len(next.Messages), next.NextCursor)
+	next := list("bob", mailroom.ListInput{Query: "harbor", Cursor: p.NextCursor})
+	wantIDs(t, "the page after the scan", ids(next), harbor...)
+	if next.NextCursor != nil {
+		t.Fatalf("the last page has a nextCursor")
 	}
-	for _, r := range next.Messages {
-		if r.Subject != "seeded" || r.From != "@alice" {
-			t.Fatalf("row %+v is not bob's harbor mail", r)
-		}
+	if got := walkSearch(t, list, "carol", mailroom.ListInput{Query: "harbor", Limit: &lim}); len(got) != b.Scan {
+		t.Fatalf("carol's harbor walk returned %d rows, want %d", len(got), b.Scan)
 	}
-	if got := len(e.searchWalk("carol", mailroom.ListInput{Query: "harbor", Limit: &lim})); got != mailroom.SearchScan {
-		t.Fatalf("carol's harbor walk returned %d rows, want %d", got, mailroom.SearchScan)
+	// The outbox is searched too, and nobody else's mail is: dana sees none.
+	if p := list("alice", mailroom.ListInput{Box: "outbox", Query: "comet"}); p.TotalCount != 3 || !p.TotalCountExact {
+		t.Fatalf("alice's outbox search: %d exact %v, want 3", p.TotalCount, p.TotalCountExact)
+	}
+	if got := walkSearch(t, list, "dana", mailroom.ListInput{Query: "harbor", Limit: &lim}); len(got) != 0 {
+		t.Fatalf("dana found %d messages she was never sent", len(got))
 	}
 }
 
-// searchWalk pages a search by cursor until nextCursor is null and returns
-// the row ids, failing on a repeat. Unlike walk it allows a page with
+// walkSearch pages a search by cursor until nextCursor is null and returns
+// the row ids, failing on a repeat. Unlike env.walk it allows a page with
 // fewer rows than the limit, even none, before the end.
-func (e *env) searchWalk(who string, in mailroom.ListInput) []string {
-	e.t.Helper()
+func walkSearch(t *testing.T, list func(string, mailroom.ListInput) mailroom.Page, who string, in mailroom.ListInput) []string {
+	t.Helper()
 	var got []string
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
 		if page > 1000 {
-			e.t.Fatal("cursor paging does not end")
+			t.Fatal("cursor paging does not end")
 		}
-		p := e.list(who, in)
+		p := list(who, in)
 		for _, r := range p.Messages {
 			if seen[r.MessageID] {
-				e.t.Fatalf("page %d repeats %s", page, r.MessageID)
+				t.Fatalf("page %d repeats %s", page, r.MessageID)
 			}
 			seen[r.MessageID] = true
 			got = append(got, r.MessageID)
