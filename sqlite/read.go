@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mailroom/mailroom"
 )
@@ -206,7 +205,9 @@ type marker struct {
 }
 
 func (s *Store) newMarker(ctx context.Context, tx *ptx, me mailroom.Identity) (*marker, error) {
-	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id = ?3 AND read_at IS NULL`)
+	// read_by says who read a role delivery (its rows show readBy); a
+	// personal delivery is read only by its recipient and leaves it NULL.
+	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = CASE WHEN role IS NOT NULL THEN ?2 END WHERE id = ?3 AND read_at IS NULL`)
 	if err != nil {
 		return nil, err
 	}
@@ -290,16 +291,19 @@ func markFailure(s *Store, id string, err error) mailroom.MarkResult {
 }
 
 // MarkAllRead drains the caller's unread snapshot. The snapshot is one
-// query, kept as a JSON list of delivery ids inside SQLite; the marking is
-// one UPDATE over exactly that list with the single-id path's rule (a read
-// keeps its first readAt), so a drain of 100,000 costs a few set operations,
-// not 100,000 statements.
+// query per inbox branch (personal, and role deliveries when asked), each
+// kept as a JSON list of delivery ids inside SQLite; the marking is one
+// UPDATE over exactly that list with the single-id path's rule (a read
+// keeps its first readAt), so a drain of 100,000 costs a few set
+// operations, not 100,000 statements.
 func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bool) (mailroom.DrainReceipt, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	var snap string // JSON array of delivery ids
+	// JSON arrays of delivery ids: personal, and role deliveries.
+	personal, role := "[]", "[]"
+	var nPersonal int
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	var rolesTouched []string
 	err = s.read(ctx, func(tx *ptx) error {
@@ -320,17 +324,26 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			limit = t.seq
 		}
 		rc.SnapshotAt = tx.now()
-		// The snapshot: one query over the caller's inbox branches, role
-		// deliveries only when asked; the withheld ones are only counted.
+		// The snapshot: one query per inbox branch, role deliveries only
+		// when asked; the withheld ones are only counted.
 		unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
 		branches := inboxBranches(unread, "")
 		if !includeRoles {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&rc.WithheldRoleCount); err != nil {
 				return err
 			}
-			branches = branches[:1]
+		} else {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&n, &role); err != nil {
+				return err
+			}
+			rc.MatchedCount += n
 		}
-		return tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+strings.Join(branches, " UNION ALL ")+`)`, me.ID, rj, limit).Scan(&rc.MatchedCount, &snap)
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[0]+`)`, me.ID, rj, limit).Scan(&nPersonal, &personal); err != nil {
+			return err
+		}
+		rc.MatchedCount += nPersonal
+		return nil
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
@@ -342,52 +355,74 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	if s.hooks.AfterSnapshot != nil {
 		s.hooks.AfterSnapshot()
 	}
-	marked := snap
+	markedPersonal, markedRole := personal, role
 	err = s.write(ctx, func(tx *ptx) error {
 		tx.touch([]int64{me.ID}, rolesTouched)
 		rc.Failures = rc.Failures[:0]
-		marked = snap
+		markedPersonal, markedRole = personal, role
+		n := nPersonal
 		if s.hooks.FailMark != nil {
 			var err error
-			if marked, err = s.failMarks(ctx, tx, snap, &rc); err != nil {
+			if markedPersonal, err = s.failMarks(ctx, tx, personal, &rc); err != nil {
+				return err
+			}
+			n -= len(rc.Failures)
+			if markedRole, err = s.failMarks(ctx, tx, role, &rc); err != nil {
 				return err
 			}
 		}
-		if ok, err := markAllCounted(ctx, tx, me.ID, marked, rc.MatchedCount-len(rc.Failures)); ok || err != nil {
+		at := ts(tx.now())
+		if markedRole != "[]" {
+			// Role deliveries are not in the counts; who read one is shown.
+			if _, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, at, me.ID, markedRole); err != nil {
+				return err
+			}
+		}
+		if ok, err := markAllCounted(ctx, tx, me.ID, at, markedPersonal, n); ok || err != nil {
 			return err
 		}
-		return markCounted(ctx, tx, me.ID, marked)
+		return markCounted(ctx, tx, me.ID, at, markedPersonal)
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
 	rc.ReadCount = rc.MatchedCount - len(rc.Failures)
 	if s.durable {
-		// Evidence, not intent: count what storage holds now.
-		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM delivery WHERE id IN (SELECT value FROM json_each(?)) AND read_at IS NOT NULL`, marked).Scan(&rc.DurableCount)
-		if err != nil {
-			return mailroom.DrainReceipt{}, err
+		// Evidence, not intent: count what storage holds now. The list
+		// drives the join (a seek by id each), with no temporary index
+		// built over it as id IN (...) would.
+		for _, marked := range []string{markedPersonal, markedRole} {
+			if marked == "[]" {
+				continue
+			}
+			var n int
+			err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM json_each(?) j JOIN delivery d ON d.id = j.value WHERE d.read_at IS NOT NULL`, marked).Scan(&n)
+			if err != nil {
+				return mailroom.DrainReceipt{}, err
+			}
+			rc.DurableCount += n
 		}
 	}
 	rc.Settle(s.durable)
 	return rc, nil
 }
 
-// markAllCounted is the drain's marking when its snapshot (n delivery ids,
-// JSON in marked) may be every unread, unarchived personal delivery of the
-// caller (as many as the caller's count says): it marks them and, when it
-// marked n, moves the caller's unread counts to read in two statements.
-// Marking n means the snapshot was that whole set: it marks only unread,
-// unarchived deliveries of the caller, and there are n. When the inbox
-// moved under the drain (a read and an arrival since the snapshot) it
-// marks what is left of the snapshot as markCounted would and recounts the
-// caller's mailbox. It reports false, having changed nothing, when the
-// counts already say the snapshot is not the whole unread set (mail arrived
-// since, or the drain stops at a watermark): then markCounted marks it.
+// markAllCounted is the drain's marking when its snapshot of personal
+// deliveries (n delivery ids, JSON in marked) may be every unread,
+// unarchived personal delivery of the caller (as many as the caller's
+// count says): it marks them and, when it marked n, moves the caller's
+// unread counts to read in two statements. Marking n means the snapshot
+// was that whole set: it marks only unread, unarchived deliveries of the
+// caller, and there are n. When the inbox moved under the drain (a read and
+// an arrival since the snapshot) it marks what is left of the snapshot as
+// markCounted would and recounts the caller's mailbox. It reports false,
+// having changed nothing, when the counts already say the snapshot is not
+// the whole unread set (mail arrived since, or the drain stops at a
+// watermark): then markCounted marks it.
 //
 // Not a savepoint to try and roll back: it copied every page the UPDATE
 // touched into the statement journal, a quarter more on a drain of 100,000.
-func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int) (bool, error) {
+func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n int) (bool, error) {
 	var unread int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ? AND archived = 0 AND unread = 1`, me).Scan(&unread); err != nil {
 		return false, err
@@ -395,15 +430,13 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int
 	if unread != n || n == 0 {
 		return false, nil
 	}
-	at := ts(tx.now())
 	// By id, as markCounted: + keeps delivery_unread out of the plan.
-	res, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3))
-		AND read_at IS NULL AND archived_at IS NULL AND +recipient_id = ?2`, at, me, marked)
+	res, err := tx.ExecContext(ctx, markPersonal+` AND archived_at IS NULL AND +recipient_id = ?2`, at, me, marked)
 	if err != nil {
 		return false, err
 	}
 	if done, _ := res.RowsAffected(); int(done) != n {
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, at, me, marked); err != nil {
+		if _, err := tx.ExecContext(ctx, markPersonal, at, me, marked); err != nil {
 			return false, err
 		}
 		return true, recount(ctx, tx, me)
@@ -421,14 +454,27 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, marked string, n int
 	return true, nil
 }
 
-// markCounted marks the snapshot's deliveries (JSON ids in marked) read,
-// taking them out of their counts first and putting them back after.
-func markCounted(ctx context.Context, tx *ptx, me int64, marked string) error {
+// markPersonal marks the personal deliveries listed in ?3 (JSON ids) read
+// at ?1 (?2, the caller, is for conditions appended to it). It leaves read_by
+// alone: a personal delivery is read only by its recipient, so read_by is
+// kept for role deliveries only (see marker). Setting it would cost the
+// drain a third: a foreign-key column in SET makes SQLite check each row's
+// parent and run the UPDATE in two passes (collect the rowids, then seek
+// each again).
+const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`
+
+// markCounted marks the snapshot's personal deliveries (JSON ids in
+// marked) read, taking them out of their counts first and putting them
+// back after.
+func markCounted(ctx context.Context, tx *ptx, me int64, at, marked string) error {
+	if marked == "[]" {
+		return nil
+	}
 	const in = `IN (SELECT value FROM json_each(?))`
 	if err := countOut(ctx, tx, in, marked); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, ts(tx.now()), me, marked); err != nil {
+	if _, err := tx.ExecContext(ctx, markPersonal, at, me, marked); err != nil {
 		return err
 	}
 	return countIn(ctx, tx, in, marked)

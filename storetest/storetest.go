@@ -661,11 +661,24 @@ func testDrain(t *testing.T, s mailroom.Store) {
 		t.Fatal("an archived message was drained")
 	}
 	rc, err = s.MarkAllRead(e.as("bob"), "", true)
-	if err != nil || rc.MatchedCount != 2 || rc.WithheldRoleCount != 0 {
+	if err != nil || rc.MatchedCount != 2 || rc.ReadCount != 2 || rc.WithheldRoleCount != 0 {
 		t.Fatalf("includeRoles: %+v %v", rc, err)
 	}
-	_ = direct
+	if s.Durable() && rc.DurableCount != 2 {
+		t.Fatalf("includeRoles: durableCount %d, want the role message and the late one", rc.DurableCount)
+	}
 	wantIDs(t, "all read", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})))
+	// readBy names who drained a role message, and only role rows have it.
+	for _, r := range e.list("bob", mailroom.ListInput{}).Messages {
+		switch {
+		case r.ReadAt == nil:
+			t.Errorf("%s (%s) is unread after the drain", r.MessageID, r.Subject)
+		case r.MessageID == role.MessageID && (r.ReadBy == nil || *r.ReadBy != "@bob"):
+			t.Errorf("drained role message: readBy %v, want @bob", r.ReadBy)
+		case r.MessageID != role.MessageID && r.ReadBy != nil:
+			t.Errorf("personal message %s: readBy %q, want none", r.MessageID, *r.ReadBy)
+		}
+	}
 	if _, err := s.MarkAllRead(e.as("carol"), direct.MessageID, false); err == nil || err.Error() != "Message not found: "+direct.MessageID {
 		t.Fatalf("through an invisible message: %v", err)
 	}
