@@ -154,7 +154,9 @@ func newEnv(t *testing.T) *env {
 		t.Cleanup(func() { s.Close() })
 		return &env{t: t, ctx: context.Background(), store: s, db: url, ids: map[string]mailroom.Identity{}}
 	}
-	return newEnvWith(t, filepath.Join(t.TempDir(), "mailroom.db"), sqlite.Options{})
+	// Unsynced: no test here asserts what survives a power cut
+	// (sqlite.TestCommitsAreSynced checks that the default syncs).
+	return newEnvWith(t, filepath.Join(t.TempDir(), "mailroom.db"), sqlite.Options{NoSync: true})
 }
 
 func newEnvWith(t *testing.T, path string, opts sqlite.Options) *env {

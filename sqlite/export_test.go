@@ -25,6 +25,13 @@ func ExplainQueryPlan(ctx context.Context, s *Store, query string, args []any) (
 	return plan, rows.Err()
 }
 
+// Pragma reads a pragma's value on one of the store's own connections.
+func Pragma(ctx context.Context, s *Store, name string) (string, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	return v, err
+}
+
 // VacuumInto writes a copy of the store's database to path.
 func VacuumInto(ctx context.Context, s *Store, path string) error {
 	_, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path)

@@ -53,6 +53,11 @@ type Options struct {
 	// Now is the store's clock (timestamps, leases, backoffs); the wall
 	// clock when nil. Tests inject one instead of sleeping.
 	Now func() time.Time
+	// NoSync makes commits skip fsync (synchronous=OFF): what a commit
+	// wrote survives the process, not a crash of the machine. For
+	// throwaway stores (tests); without it every commit is synced
+	// (synchronous=FULL) before a receipt is returned.
+	NoSync bool
 }
 
 // Hooks let tests interleave events deterministically and inject failures.
@@ -151,7 +156,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(FULL)")
+	if opts.NoSync {
+		q.Add("_pragma", "synchronous(OFF)")
+	} else {
+		q.Add("_pragma", "synchronous(FULL)")
+	}
 	// Deleted and retracted text is overwritten, not left in free space.
 	q.Add("_pragma", "secure_delete(1)")
 	q.Set("_txlock", "immediate")
