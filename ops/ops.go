@@ -111,17 +111,26 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
+// HealthTimeout is how long Health waits for the store's ping.
+const HealthTimeout = 2 * time.Second
+
 // Health answers GET /healthz: 200 {"status":"ok"} when ping succeeds
-// within two seconds, else 503 {"status":"unavailable"}. It needs no token
+// within HealthTimeout, else 503 {"status":"unavailable"}. It needs no token
 // and says nothing more about why.
 func Health(ping func(ctx context.Context) error) http.Handler {
+	return HealthWithin(ping, HealthTimeout)
+}
+
+// HealthWithin is Health with another bound on the ping (tests of a
+// hanging store need not wait two seconds).
+func HealthWithin(ping func(ctx context.Context) error, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
