@@ -11,8 +11,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mailroom/mailroom/mcp"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools_list.golden.json from the server's tools/list")
@@ -164,7 +167,10 @@ var specArguments = map[string][]string{
 func TestDeclaredSchemasMatchTheHandlers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	c := e.as("alice")
+	alice := e.agent("alice")
+	// wait_for_mail is called with its shortest timeout: a second of it
+	// lasts 10 ms here.
+	c := connect(t, e.store, mcp.Options{Identity: &alice, WaitSecond: 10 * time.Millisecond}, "alice")
 	e.agent("bob")
 	tools := listTools(t)
 	var names []string

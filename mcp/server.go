@@ -55,6 +55,10 @@ type Options struct {
 	RevealInternal bool
 	// HTTP configures the streamable HTTP transport.
 	HTTP HTTPOptions
+	// WaitSecond is how long one second of wait_for_mail's timeoutSeconds
+	// lasts: time.Second when 0. Tests of a timeout shorten it instead of
+	// waiting whole seconds.
+	WaitSecond time.Duration
 	// Observer, if set, is told about every tool call (metrics).
 	Observer Observer
 	// Handler, if set, serves every HTTP path but /mcp (the web inbox,

@@ -193,7 +193,11 @@ func (s *Server) waitForMail(ctx context.Context, req *gomcp.CallToolRequest, a 
 		return nil, err
 	}
 	defer l.Close()
-	timeout := time.NewTimer(time.Duration(r.Timeout) * time.Second)
+	second := s.opts.WaitSecond
+	if second <= 0 {
+		second = time.Second
+	}
+	timeout := time.NewTimer(time.Duration(r.Timeout) * second)
 	defer timeout.Stop()
 	for {
 		m, err := s.store.NewMail(ctx, since, r.IncludeRoles, mailroom.MaxNewMail)

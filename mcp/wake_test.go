@@ -26,12 +26,19 @@ type watcher struct {
 // subscriptions/listen).
 func (e *env) watch(name, version string) *watcher {
 	e.t.Helper()
+	return e.watchWith(name, version, mcp.Options{})
+}
+
+// watchWith is watch with server options (Identity is set here).
+func (e *env) watchWith(name, version string, opts mcp.Options) *watcher {
+	e.t.Helper()
 	id, ok := e.ids[name]
 	if !ok {
 		id = e.agent(name)
 	}
 	ctx := context.Background()
-	srv := mcp.NewServer(e.store, mcp.Options{Identity: &id})
+	opts.Identity = &id
+	srv := mcp.NewServer(e.store, opts)
 	ct, st := gomcp.NewInMemoryTransports()
 	ss, err := srv.MCPServer().Connect(ctx, st, nil)
 	if err != nil {
@@ -247,16 +254,18 @@ func TestWaitForMailTimesOut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.agent("alice")
-	bob := e.watch("bob", "")
+	// A second of timeoutSeconds lasts 20 ms here (mcp.Options.WaitSecond).
+	const second = 20 * time.Millisecond
+	bob := e.watchWith("bob", "", mcp.Options{WaitSecond: second})
 	id := e.storeSend("alice", []string{"@bob"}, "already here", "b")
 	start := time.Now()
 	var m newMail
-	bob.ok("wait_for_mail", map[string]any{"timeoutSeconds": 1, "includeRoles": false}, &m)
+	bob.ok("wait_for_mail", map[string]any{"timeoutSeconds": 3, "includeRoles": false}, &m)
 	if !m.TimedOut || len(m.Messages) != 0 || m.Messages == nil || m.Watermark == nil || *m.Watermark != id {
 		t.Fatalf("wait_for_mail = %+v, want timedOut with no messages and watermark %s", m, id)
 	}
-	if d := time.Since(start); d < time.Second {
-		t.Fatalf("timed out after %v, before timeoutSeconds", d)
+	if d := time.Since(start); d < 3*second {
+		t.Fatalf("timed out after %v, before timeoutSeconds (3 x %v)", d, second)
 	}
 	for _, tc := range []struct {
 		args map[string]any
