@@ -162,32 +162,57 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 	if err := version.QueryRowContext(ctx).Scan(&last); err != nil {
 		return err
 	}
+	// With file events the watcher waits for them, but not while this
+	// store writes: its commits are published as they commit, and every
+	// page it writes would be an event (about 15 a send, measured to cost
+	// the writer a third more CPU per send, in the kernel and in waking up
+	// for each), so it closes the watch and checks every changeStep, as
+	// it would after an event, until the store has written nothing for
+	// changeHot.
+	useEvents := !s.noFileEvents
 	var events *fsnotify.Watcher
 	var ours func(fsnotify.Event) bool
-	if !s.noFileEvents {
+	startEvents := func() {
+		var err error
 		if events, ours, err = fileEvents(s.path); err != nil {
 			s.log.Warn("change watcher: no file events, polling", "every", poll, "err", err)
+			events, useEvents = nil, false
+		}
+		s.onEvents.Store(events != nil)
+	}
+	stopEvents := func() {
+		s.onEvents.Store(false)
+		if events != nil {
+			events.Close()
 			events = nil
 		}
 	}
-	var evC <-chan fsnotify.Event
-	var errC <-chan error
-	every := poll
-	if events != nil {
-		defer events.Close()
-		evC, errC, every = events.Events, events.Errors, changeBackstop
+	defer func() { stopEvents() }()
+	if useEvents {
+		startEvents()
 	}
 	s.watchReady()
 	if late := s.lateSubscribe.Swap(false); retry || late {
 		s.changes.Publish(mailroom.Change{All: true})
 	}
 	idle := s.changes.Idle()
-	t := time.NewTimer(every)
+	every := func() time.Duration {
+		if events != nil {
+			return changeBackstop
+		}
+		return poll
+	}
+	t := time.NewTimer(every())
 	defer t.Stop()
 	var hotUntil time.Time     // a write may become visible until then
 	var pendingUntil time.Time // an unexplained version change becomes All then
 	step := time.Duration(0)
 	for {
+		var evC <-chan fsnotify.Event
+		var errC <-chan error
+		if events != nil {
+			evC, errC = events.Events, events.Errors
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -197,8 +222,15 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 			}
 			idle = s.changes.Idle()
 			continue
+		case <-s.ownWrite:
+			if events != nil && !s.ownQuiet() {
+				stopEvents()
+				t.Reset(changeStep)
+			}
+			continue
 		case <-t.C:
 		case ev := <-evC:
+			s.fileEvents.Add(1)
 			if !ours(ev) {
 				continue
 			}
@@ -256,14 +288,47 @@ func (s *Store) watchActive(ctx context.Context, db *sql.DB, poll time.Duration,
 			pendingUntil = time.Time{}
 			s.publish(mailroom.Change{All: true})
 		}
-		if events != nil && time.Now().Before(hotUntil) {
+		switch {
+		case useEvents && events == nil: // paused while this store writes
+			if !s.ownQuiet() {
+				t.Reset(changeStep)
+				continue
+			}
+			if startEvents(); events != nil {
+				// A commit between the last check and the new watch made
+				// no event: check once more.
+				step = changeFirst
+				t.Reset(step)
+				continue
+			}
+			step = 0
+			t.Reset(every())
+		case events != nil && time.Now().Before(hotUntil):
+			step = max(step, changeFirst)
 			t.Reset(step)
 			step = min(2*step, changeStep)
-			continue
+		default:
+			step = 0
+			t.Reset(every())
 		}
-		step = 0
-		t.Reset(every)
 	}
+}
+
+// writing tells the watcher that this store is about to write (see
+// watchActive); it costs a write a clock reading and an atomic store.
+func (s *Store) writing() {
+	s.lastOwn.Store(time.Now().UnixNano())
+	if s.onEvents.Load() {
+		select {
+		case s.ownWrite <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// ownQuiet reports whether this store has started no write for changeHot.
+func (s *Store) ownQuiet() bool {
+	return time.Since(time.Unix(0, s.lastOwn.Load())) >= changeHot
 }
 
 // fileEvents watches the directory of the database file (its -wal and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -261,4 +262,126 @@ func TestLateBaselineSignalsEveryone(t *testing.T) {
 	if c := sub.Take(); !c.Touches(alice.ID, nil) {
 		t.Fatalf("change = %+v does not cover alice's send", c)
 	}
+}
+
+// BenchmarkSendWatched is the store's share of what a send costs while its
+// change watcher runs (someone subscribed): sends in rounds of 300
+// alternating unwatched and watched, on one store waiting for file events
+// and one polling (NoFileEvents); process CPU per send, medians of the
+// rounds.
+func BenchmarkSendWatched(b *testing.B) {
+	const rounds, perRound = 6, 300
+	for range b.N {
+		res := map[string][]float64{}
+		for _, mode := range []string{"events", "poll"} {
+			s := open(b, filepath.Join(b.TempDir(), "m.db"), sqlite.Options{NoFileEvents: mode == "poll"})
+			ctx := context.Background()
+			alice, _ := s.EnsureAgent(ctx, "alice")
+			if _, err := s.EnsureAgent(ctx, "bob"); err != nil {
+				b.Fatal(err)
+			}
+			actx := mailroom.WithCaller(ctx, alice)
+			d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
+			d.OriginSessionID = "SESSION:bench"
+			for r := range rounds {
+				for _, watched := range []bool{r%2 == 0, r%2 != 0} {
+					var sub *mailroom.Subscription
+					if watched {
+						sub = s.Subscribe()
+					}
+					cpu := cpuTime()
+					for range perRound {
+						if _, err := s.Send(actx, d); err != nil {
+							b.Fatal(err)
+						}
+					}
+					us := float64((cpuTime() - cpu).Microseconds()) / perRound
+					name := mode + "-unwatched"
+					if watched {
+						name = mode + "-watched"
+						sub.Close()
+					}
+					res[name] = append(res[name], us)
+				}
+			}
+		}
+		for name, x := range res {
+			slices.Sort(x)
+			b.ReportMetric(x[len(x)/2], "cpu-us/send-"+name)
+		}
+	}
+}
+
+// While a store writes, its watcher stops waiting for file events (every
+// page the store writes would be one, about 15 a send) and checks every
+// few milliseconds instead, so another instance's commit is still seen;
+// once the store has been quiet a while it waits for file events again.
+func TestOwnWritesPauseFileEvents(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.db")
+	a := open(t, path, sqlite.Options{})
+	b := open(t, path, sqlite.Options{})
+	ctx := context.Background()
+	alice, err := a.EnsureAgent(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.EnsureAgent(ctx, "carol"); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := b.EnsureAgent(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft := func(to string) mailroom.Draft {
+		d, _ := mailroom.SendInput{To: []string{to}, Subject: "s", Body: "b"}.Draft(0)
+		d.OriginSessionID = "SESSION:x"
+		return d
+	}
+	sub := a.Subscribe()
+	defer sub.Close()
+	if !sqlite.OnFileEvents(a) {
+		t.Fatal("the watcher does not wait for file events after Subscribe")
+	}
+	// seesBob waits for a change that names bob (a's own sends name carol).
+	seesBob := func(what string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case <-sub.C():
+				if sub.Take().Touches(bob.ID, nil) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no change naming bob after %s", what)
+			}
+		}
+	}
+	const n = 50
+	before := sqlite.FileEvents(a)
+	for i := range n {
+		if _, err := a.Send(mailroom.WithCaller(ctx, alice), draft("@carol")); err != nil {
+			t.Fatal(err)
+		}
+		if i == n/2 {
+			if _, err := b.Send(mailroom.WithCaller(ctx, alice), draft("@bob")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := sqlite.FileEvents(a) - before; got >= n {
+		t.Fatalf("%d file events for %d own sends: the watcher kept waking for its own writes", got, n)
+	}
+	seesBob("another instance's send while this one was writing")
+	for i := 0; !sqlite.OnFileEvents(a); i++ {
+		if i == 5000 {
+			t.Fatal("the watcher did not wait for file events again 5 s after the last write")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := b.Send(mailroom.WithCaller(ctx, alice), draft("@bob")); err != nil {
+		t.Fatal(err)
+	}
+	seesBob("another instance's send once this one was quiet")
 }

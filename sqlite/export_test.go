@@ -86,3 +86,10 @@ func HoldWatchConn(ctx context.Context, s *Store) (release func(), err error) {
 	}
 	return func() { c.Close() }, nil
 }
+
+// FileEvents returns how many file events the change watcher received.
+func FileEvents(s *Store) int64 { return s.fileEvents.Load() }
+
+// OnFileEvents reports whether the change watcher waits for file events
+// now (rather than polling while the store writes).
+func OnFileEvents(s *Store) bool { return s.onEvents.Load() }

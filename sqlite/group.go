@@ -129,6 +129,7 @@ func (s *Store) commitBatch(batch []*groupWrite) mailroom.Change {
 // savepoint, and commits. A write whose fn fails is rolled back to its
 // savepoint and keeps its error; any other failure fails the transaction.
 func (s *Store) inGroupTx(live []*groupWrite) (mailroom.Change, error) {
+	s.writing()
 	db, cache := s.writer()
 	bg := context.WithoutCancel(live[0].ctx)
 	tx, err := db.BeginTx(bg, nil)

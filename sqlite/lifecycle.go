@@ -174,6 +174,7 @@ func (s *Store) checkpoint(ctx context.Context) {
 	var busy, logFrames, done int
 	// A truncating checkpoint changes data_version without a commit; the
 	// watcher must not take it for a write that keeps no change log.
+	s.writing()
 	s.checkpoints.Add(1)
 	defer s.checkpointsDone.Add(1)
 	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done)

@@ -111,7 +111,14 @@ type Store struct {
 	noFileEvents bool
 	watchChecks  atomic.Int64 // data_version checks (tests count them)
 	watching     atomic.Bool  // the watcher holds its connection (tests)
-	checkpoints  atomic.Int64 // truncating checkpoints started (see checkpoint)
+	// ownWrite wakes the watcher when this store starts a write (see
+	// writing); fileEvents counts the file events it received and
+	// onEvents says whether it waits for them now (tests).
+	ownWrite    chan struct{}
+	lastOwn     atomic.Int64 // when this store last started a write (Unix ns)
+	fileEvents  atomic.Int64
+	onEvents    atomic.Bool
+	checkpoints atomic.Int64 // truncating checkpoints started (see checkpoint)
 	// checkpointsDone counts those finished.
 	checkpointsDone atomic.Int64
 	// ready is closed once the watcher has its baseline (nil while it
@@ -147,7 +154,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wcache:  stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wlock:   make(chan struct{}, 1),
-		changes: mailroom.NewChangeHub(), origin: newOrigin()}
+		changes: mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1)}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -455,6 +462,7 @@ func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) err
 // inTx runs fn in an immediate transaction and commits it; the caller holds
 // wlock.
 func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) (mailroom.Change, error) {
+	s.writing()
 	db, cache := s.writer()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
