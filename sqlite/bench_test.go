@@ -151,3 +151,26 @@ func wantTotal(in mailroom.ListInput, total int) int {
 	}
 	return total
 }
+
+// BenchmarkInboxState is the inbox check a wake round makes for each
+// watched identity a commit touches (bob's inbox holds 1,000 messages, a
+// tenth unread).
+func BenchmarkInboxState(b *testing.B) {
+	e := newBenchEnv(b)
+	if err := e.s.SendMany(e.alice, draft(b, "@bob"), 1000); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.s.MarkAllRead(e.bob, "", true); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.s.SendMany(e.alice, draft(b, "@bob"), 100); err != nil {
+		b.Fatal(err)
+	}
+	cpu := cpuTime()
+	for b.Loop() {
+		if _, err := e.s.InboxState(e.bob); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-us/op")
+}
