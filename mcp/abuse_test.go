@@ -463,35 +463,55 @@ func TestHTTPTokenLastUseIsWrittenAtMostOnceAMinute(t *testing.T) {
 	}
 }
 
+// A revoked token ends every event stream it opened, and only those: one
+// check per token serves all its streams.
 func TestHTTPRevokedTokenEndsItsEventStream(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	tok := e.token("alice")
+	alice, bob := e.token("alice"), e.token("bob")
 	endpoint := serveHTTP(t, e, mcp.Options{HTTP: mcp.HTTPOptions{StreamRecheck: 20 * time.Millisecond}})
-	auth := map[string]string{"Authorization": "Bearer " + tok}
-	sid := initialize(t, endpoint, auth)
-	req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", resp, err)
+	stream := func(tok string) <-chan struct{} {
+		t.Helper()
+		auth := map[string]string{"Authorization": "Bearer " + tok}
+		sid := initialize(t, endpoint, auth)
+		req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %v %v", resp, err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		ended := make(chan struct{})
+		go func() { io.Copy(io.Discard, resp.Body); close(ended) }()
+		return ended
 	}
-	ended := make(chan struct{})
-	go func() { io.Copy(io.Discard, resp.Body); close(ended) }()
+	a1, a2, b := stream(alice), stream(alice), stream(bob)
 	select {
-	case <-ended:
+	case <-a1:
 		t.Fatal("the stream ended before the revoke")
+	case <-a2:
+		t.Fatal("the second stream ended before the revoke")
+	case <-b:
+		t.Fatal("bob's stream ended before the revoke")
 	case <-time.After(100 * time.Millisecond):
 	}
 	if _, err := e.store.RevokeTokens(e.ctx, mailroom.TokenSelector{Name: "alice", Kind: mailroom.KindAgent}); err != nil {
 		t.Fatal(err)
 	}
+	for i, ended := range []<-chan struct{}{a1, a2} {
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the revoked token's event stream %d stayed open", i+1)
+		}
+	}
+	// Five more checks: bob's token is still valid.
 	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the revoked token's event stream stayed open")
+	case <-b:
+		t.Fatal("revoking alice's token ended bob's stream")
+	case <-time.After(100 * time.Millisecond):
 	}
 }

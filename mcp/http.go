@@ -121,6 +121,7 @@ type httpFront struct {
 	limiters map[string]*rate.Limiter // by identity address
 	pending  map[int64]int            // sessions being created, by identity id
 	touched  map[string]time.Time     // token digest -> when this process last wrote its last use
+	streams  streamGuard
 }
 
 // HTTPHandler serves MCP over streamable HTTP at any path it is mounted on.
@@ -153,6 +154,7 @@ func (s *Server) front() *httpFront {
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
 	f := &httpFront{s: s, opts: o, servers: servers, allowed: map[string]bool{}, limiters: map[string]*rate.Limiter{}, pending: map[int64]int{}, touched: map[string]time.Time{}}
+	f.streams.f = f
 	for _, origin := range o.AllowOrigins {
 		f.allowed[normOrigin(origin)] = true
 	}
@@ -287,24 +289,87 @@ func bearerToken(r *http.Request) string {
 // whileTokenValid returns ctx, also ended once the token is revoked: every
 // POST is checked anyway, but an event stream is one long request.
 func (f *httpFront) whileTokenValid(ctx context.Context, digest []byte) (context.Context, func()) {
+	return f.streams.add(ctx, string(digest))
+}
+
+// streamGuard ends the event streams of revoked tokens: one goroutine and
+// one ticker for all of a front's streams, and one lookup per distinct
+// token each StreamRecheck, however many streams the token holds open (a
+// goroutine, a ticker and a lookup per stream cost 1,000 streams 100
+// wake-ups and lookups a second). It runs while any stream is open.
+type streamGuard struct {
+	f       *httpFront
+	mu      sync.Mutex
+	byToken map[string]map[*guardedStream]struct{} // by token digest
+	running bool
+}
+
+type guardedStream struct{ cancel context.CancelFunc }
+
+func (g *streamGuard) add(ctx context.Context, digest string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(f.opts.StreamRecheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := f.s.store.IdentityByToken(ctx, digest); mailroom.ErrorCode(err) == mailroom.ENOTFOUND {
-					f.s.log.Info("closing an event stream: its token was revoked")
-					cancel()
-					return
-				}
+	st := &guardedStream{cancel: cancel}
+	g.mu.Lock()
+	if g.byToken == nil {
+		g.byToken = map[string]map[*guardedStream]struct{}{}
+	}
+	set := g.byToken[digest]
+	if set == nil {
+		set = map[*guardedStream]struct{}{}
+		g.byToken[digest] = set
+	}
+	set[st] = struct{}{}
+	if !g.running {
+		g.running = true
+		go g.run()
+	}
+	g.mu.Unlock()
+	return ctx, func() {
+		cancel()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if set := g.byToken[digest]; set != nil {
+			delete(set, st)
+			if len(set) == 0 {
+				delete(g.byToken, digest)
 			}
 		}
-	}()
-	return ctx, cancel
+	}
+}
+
+func (g *streamGuard) run() {
+	every := g.f.opts.StreamRecheck
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for range t.C {
+		g.mu.Lock()
+		if len(g.byToken) == 0 {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		digests := make([]string, 0, len(g.byToken))
+		for d := range g.byToken {
+			digests = append(digests, d)
+		}
+		g.mu.Unlock()
+		for _, d := range digests {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			_, err := g.f.s.store.IdentityByToken(ctx, []byte(d))
+			cancel()
+			if mailroom.ErrorCode(err) != mailroom.ENOTFOUND {
+				continue
+			}
+			g.mu.Lock()
+			n := len(g.byToken[d])
+			for st := range g.byToken[d] {
+				st.cancel()
+			}
+			delete(g.byToken, d)
+			g.mu.Unlock()
+			g.f.s.log.Info("closing event streams: their token was revoked", "streams", n)
+		}
+	}
 }
 
 // allow applies the per-identity rate, answering 429 with Retry-After.
