@@ -60,11 +60,12 @@ type Options struct {
 
 // Hooks let tests interleave events deterministically and inject failures.
 type Hooks struct {
-	// AfterSnapshot runs in MarkAllRead between taking the snapshot and
-	// marking it, outside the store's transactions.
+	// AfterSnapshot runs in MarkAllRead after the statement that takes the
+	// snapshot and marks it, before the commit (inside the transaction).
 	AfterSnapshot func()
 	// FailMark, when it returns an error for a message id, makes that id's
-	// write fail as a storage failure would.
+	// write in MarkRead fail as a storage failure would. (A drain has no
+	// per-id writes: it marks its snapshot in one statement.)
 	FailMark func(messageID string) error
 }
 

@@ -1,10 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -231,22 +228,24 @@ func (s *Store) markFailure(id string, err error) mailroom.MarkResult {
 	return mailroom.MarkResult{MessageID: id, Status: "error", Error: mailroom.ErrorMessage(err), Err: err}
 }
 
-// MarkAllRead drains the caller's unread snapshot: one query takes the
-// snapshot when the call starts, one set-based UPDATE marks exactly those
-// deliveries (never one that arrived since), and a read after the commit
-// counts what storage holds.
+// MarkAllRead drains the caller's unread snapshot in one statement, whose
+// snapshot is the drain's: under read committed a statement sees what was
+// committed when it started, so mail sent since stays unread, and the same
+// statement marks exactly what it saw (the personal deliveries, and the
+// role queues' with includeRoles; otherwise it only counts those). No list
+// of ids travels to the client and back. After the commit a read counts
+// what storage holds.
 func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bool) (mailroom.DrainReceipt, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	var rcpts, seqs []int64
-	var roles roleSet
+	var marked drained
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
-	err = s.read(ctx, func(tx pgx.Tx) error {
-		rcpts, seqs = rcpts[:0], seqs[:0]
-		var err error
-		if roles, err = rolesOf(ctx, tx, me); err != nil {
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		marked = drained{}
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
 			return err
 		}
 		limit := int64(-1)
@@ -258,132 +257,98 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			limit = t.seq
 		}
 		rc.SnapshotAt = s.now()
-		// The snapshot: one query over the caller's inbox branches, role
-		// deliveries only when asked; the withheld ones are only counted.
-		unread := ` AND d.read_at IS NULL AND d.archived_at IS NULL AND ($4::bigint < 0 OR d.message_seq <= $4::bigint)`
-		branches := inboxBranches(unread, "")
-		args := []any{pgx.QueryExecModeExec, me.ID, roles.ids, roles.own, limit}
-		if !includeRoles {
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+branches[1]+`) w`, args...).Scan(&rc.WithheldRoleCount); err != nil {
-				return err
-			}
-			branches = branches[:1]
+		// The drain counts what it marks itself (drainSQL); the update
+		// trigger stands aside for that one statement.
+		if _, err := tx.Exec(ctx, `SELECT set_config('mailroom.writer_counts', 'on', true)`); err != nil {
+			return err
 		}
-		q := callerArgs + `SELECT rcpt, seq FROM (` + branches[0] + `) b`
-		if len(branches) > 1 {
-			q += ` UNION ALL SELECT rcpt, seq FROM (` + branches[1] + `) r`
-		}
-		rows, err := tx.Query(ctx, q, args...)
+		rows, err := tx.Query(ctx, drainSQL, me.ID, roles.ids, roles.own, limit, rc.SnapshotAt, includeRoles)
 		if err != nil {
 			return err
 		}
-		var r, sq int64
-		_, err = pgx.ForEachRow(rows, []any{&r, &sq}, func() error {
-			rcpts, seqs = append(rcpts, r), append(seqs, sq)
+		var r, n, lo, hi *int64
+		_, err = pgx.ForEachRow(rows, []any{&r, &n, &lo, &hi}, func() error {
+			if r == nil {
+				rc.WithheldRoleCount = int(*n)
+				return nil
+			}
+			marked.recipients = append(marked.recipients, *r)
+			marked.counts = append(marked.counts, *n)
+			marked.lo, marked.hi = append(marked.lo, *lo), append(marked.hi, *hi)
+			marked.total += int(*n)
 			return nil
 		})
-		return err
-	})
-	if err != nil {
-		return mailroom.DrainReceipt{}, err
-	}
-	rc.MatchedCount = len(seqs)
-	if len(seqs) == 0 {
-		rc.Settle(true)
-		return rc, nil
-	}
-	if s.hooks.AfterSnapshot != nil {
-		s.hooks.AfterSnapshot()
-	}
-	if s.hooks.FailMark != nil {
-		rcpts, seqs, rc.Failures, err = s.injectFailures(ctx, rcpts, seqs)
 		if err != nil {
-			return mailroom.DrainReceipt{}, err
+			return err
 		}
-	}
-	// One statement per mailbox in the snapshot (the caller's, and each
-	// role queue with includeRoles): a range of the primary key probed with
-	// a sorted array, which the planner walks in one index scan.
-	groups := byMailbox(rcpts, seqs)
-	at := s.now()
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		for _, g := range groups {
-			if _, err := tx.Exec(ctx, `UPDATE delivery SET read_at = $1, read_by = $2
-				WHERE recipient = $3 AND message_seq = ANY($4) AND read_at IS NULL`, at, me.ID, g.recipient, g.seqs); err != nil {
-				return err
-			}
+		if _, err := tx.Exec(ctx, `SELECT set_config('mailroom.writer_counts', 'off', true)`); err != nil {
+			return err
+		}
+		if marked.total == 0 {
+			return nil
+		}
+		if s.hooks.AfterSnapshot != nil {
+			s.hooks.AfterSnapshot()
 		}
 		c := roles.change(me)
 		if includeRoles {
-			c = roles.change(me, roles.ids...)
+			c = roles.change(me, marked.recipients...)
 		}
 		return s.notify(ctx, tx, c)
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	rc.ReadCount = len(seqs)
-	// Evidence, not intent: count what storage holds now.
-	for _, g := range groups {
-		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM delivery WHERE recipient = $1 AND message_seq = ANY($2) AND read_at IS NOT NULL`,
-			g.recipient, g.seqs).Scan(&n); err != nil {
+	rc.MatchedCount, rc.ReadCount = marked.total, marked.total
+	if marked.total > 0 {
+		// Evidence, not intent: count what storage holds now. The drain's
+		// rows are those of each mailbox, within its range of seqs, that
+		// this reader marked at this instant (a read keeps its first
+		// readAt); at most what the drain marked there, should another
+		// mark by the same reader carry the same instant.
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(least(g.n, (SELECT count(*) FROM delivery d
+				WHERE d.recipient = g.r AND d.message_seq BETWEEN g.lo AND g.hi AND d.read_by = $5 AND d.read_at = $6))), 0)
+			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS g (r, n, lo, hi)`,
+			marked.recipients, marked.counts, marked.lo, marked.hi, me.ID, rc.SnapshotAt).Scan(&rc.DurableCount); err != nil {
 			return mailroom.DrainReceipt{}, err
 		}
-		rc.DurableCount += n
 	}
 	rc.Settle(true)
 	return rc, nil
 }
 
-// mailboxKeys is one mailbox's part of a drain snapshot, seqs sorted.
-type mailboxKeys struct {
-	recipient int64
-	seqs      []int64
+// drained is what a drain marked, by mailbox: the count and the lowest and
+// highest seq.
+type drained struct {
+	recipients, counts, lo, hi []int64
+	total                      int
 }
 
-func byMailbox(rcpts, seqs []int64) []mailboxKeys {
-	idx := map[int64]int{}
-	var out []mailboxKeys
-	for i, r := range rcpts {
-		j, ok := idx[r]
-		if !ok {
-			j = len(out)
-			idx[r] = j
-			out = append(out, mailboxKeys{recipient: r})
-		}
-		out[j].seqs = append(out[j].seqs, seqs[i])
-	}
-	for _, g := range out {
-		slices.Sort(g.seqs)
-	}
-	// Mailboxes in one order, so concurrent drains lock rows alike.
-	slices.SortFunc(out, func(a, b mailboxKeys) int { return cmp.Compare(a.recipient, b.recipient) })
-	return out
-}
+// drainSQL marks the caller's unread, unarchived personal deliveries ($4:
+// at or before that seq when >= 0) read at $5 and, when $6, the role
+// queues' (the role branch of inboxBranches); it returns one row per
+// mailbox marked (recipient, count, lowest and highest seq) and a row
+// with a NULL recipient counting the role deliveries left alone. Both
+// updates and the count are parts of one statement: one snapshot. It
+// moves the personal deliveries it marked from the unread, unarchived
+// counts to the read ones (its WHERE is their state before; role
+// deliveries are not counted), so the caller sets mailroom.writer_counts.
+var drainSQL = callerArgs + `,
+	p AS (UPDATE delivery d SET read_at = $5, read_by = $1
+		WHERE d.recipient = $1` + drainUnread + `
+		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
+	k AS (SELECT via, priority, human, count(*) AS n FROM p GROUP BY 1, 2, 3),
+	c AS (INSERT INTO mailbox_count AS c (recipient, archived, unread, via, priority, human, n)
+		SELECT $1, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END
+		FROM k CROSS JOIN (VALUES (true), (false)) AS s (unread) ORDER BY 3, 4, 5, 6
+		ON CONFLICT (recipient, archived, unread, via, priority, human) DO UPDATE SET n = c.n + excluded.n),
+	r AS (UPDATE delivery d SET read_at = $5, read_by = $1
+		FROM (` + inboxBranches(drainUnread, "")[1] + `) w
+		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL
+		RETURNING d.recipient, d.message_seq)
+	SELECT u.recipient, count(*), min(u.message_seq), max(u.message_seq)
+		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT * FROM r) u GROUP BY u.recipient
+	UNION ALL SELECT NULL, count(*), NULL, NULL FROM (` + inboxBranches(drainUnread, "")[1] + `) w WHERE NOT $6`
 
-// injectFailures applies the FailMark test hook to a drain's snapshot: the
-// ids it fails are left out of the write and reported.
-func (s *Store) injectFailures(ctx context.Context, rcpts, seqs []int64) ([]int64, []int64, []mailroom.Failure, error) {
-	var keepR, keepS []int64
-	failures := []mailroom.Failure{}
-	for i, seq := range seqs {
-		id := messageIDOf(ctx, s.pool, seq)
-		if err := s.hooks.FailMark(id); err != nil {
-			failures = append(failures, mailroom.Failure{MessageID: id, Error: s.markFailure(id, err).Error})
-			continue
-		}
-		keepR, keepS = append(keepR, rcpts[i]), append(keepS, seq)
-	}
-	return keepR, keepS, failures, nil
-}
-
-// messageIDOf returns the id of the message seq. If storage cannot say,
-// it names the message by its seq, so a failure row still identifies it.
-func messageIDOf(ctx context.Context, q querier, seq int64) string {
-	var id string
-	if err := q.QueryRow(ctx, `SELECT id FROM message WHERE seq = $1`, seq).Scan(&id); err != nil {
-		return fmt.Sprintf("MESSAGE(seq %d, id unreadable: %v)", seq, err)
-	}
-	return id
-}
+// drainUnread is what a drain marks, on a delivery d.
+const drainUnread = ` AND d.read_at IS NULL AND d.archived_at IS NULL AND ($4::bigint < 0 OR d.message_seq <= $4::bigint)`

@@ -220,8 +220,8 @@ const sendSQL = `WITH
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq),
 	mt AS (INSERT INTO message_to (message_seq, position, address)
 		SELECT m.seq, a.pos - 1, a.address FROM m, unnest($12::text[]) WITH ORDINALITY AS a(address, pos)),
-	d AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
-		SELECT x.r, m.seq, x.via, $4 FROM m, (
+	d AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
+		SELECT x.r, m.seq, x.via, $4, $5, (SELECT kind = 'human' FROM identity WHERE id = $6) FROM m, (
 			SELECT r, 'direct' AS via FROM unnest($13::bigint[]) AS r
 			UNION ALL SELECT i.id, 'broadcast' FROM identity i
 				WHERE $14 AND i.kind = 'agent' AND i.id <> $6 AND NOT (i.id = ANY($13::bigint[]))
@@ -389,13 +389,14 @@ func (p sendPlan) storeMany(ctx context.Context, tx pgx.Tx, me mailroom.Identity
 			ORDER BY x.n RETURNING seq),
 		t AS (INSERT INTO message_to (message_seq, position, address)
 			SELECT m.seq, a.pos - 1, a.address FROM m, unnest($10::text[]) WITH ORDINALITY AS a(address, pos)),
-		dd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
-			SELECT r, m.seq, 'direct', $5 FROM m, unnest($11::bigint[]) AS r),
-		bd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
-			SELECT i.id, m.seq, 'broadcast', $5 FROM m, identity i
+		h AS (SELECT kind = 'human' AS human FROM identity WHERE id = $7),
+		dd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
+			SELECT r, m.seq, 'direct', $5, $6, h.human FROM m, h, unnest($11::bigint[]) AS r),
+		bd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
+			SELECT i.id, m.seq, 'broadcast', $5, $6, h.human FROM m, h, identity i
 			WHERE $12 AND i.kind = 'agent' AND i.id <> $7 AND NOT (i.id = ANY($11::bigint[]))),
-		rd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at)
-			SELECT r, m.seq, 'role', $5 FROM m, unnest($13::bigint[]) AS r),
+		rd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
+			SELECT r, m.seq, 'role', $5, $6, h.human FROM m, h, unnest($13::bigint[]) AS r),
 		ms AS (INSERT INTO message_session (message_seq, session_id)
 			SELECT m.seq, x FROM m, unnest($14::text[]) AS x),
 		mt AS (INSERT INTO message_ticket (message_seq, ticket_id)
