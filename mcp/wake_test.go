@@ -1,9 +1,12 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,7 +283,17 @@ func TestWaitForMailTimesOut(t *testing.T) {
 	}
 }
 
+// TestWaitForMailCancelledCallsLeaveNoWaiter counts only the goroutines it
+// started itself, directly or through what they started (a pprof label is
+// inherited by every goroutine a labelled one creates), so other tests may
+// run beside it.
 func TestWaitForMailCancelledCallsLeaveNoWaiter(t *testing.T) {
+	t.Parallel()
+	label := pprof.Labels("test", t.Name())
+	pprof.Do(context.Background(), label, func(context.Context) { cancelledCallsLeaveNoWaiter(t) })
+}
+
+func cancelledCallsLeaveNoWaiter(t *testing.T) {
 	e := newEnv(t)
 	bob := e.watch("bob", "")
 	// One call first, so that the store's statements are prepared: the
@@ -289,7 +302,11 @@ func TestWaitForMailCancelledCallsLeaveNoWaiter(t *testing.T) {
 	go func() { bob.waiters(1); stop() }()
 	bob.cs.CallTool(warm, &gomcp.CallToolParams{Name: "wait_for_mail", Arguments: map[string]any{"timeoutSeconds": 60}})
 	bob.waiters(0)
-	before := runtime.NumGoroutine()
+	mine := func() int { return labelledGoroutines(t, "test", t.Name()) }
+	before := mine()
+	if before < 5 {
+		t.Fatalf("only %d goroutines carry this test's label: the count would see no leak", before)
+	}
 	const n = cancelledCalls
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -301,6 +318,9 @@ func TestWaitForMailCancelledCallsLeaveNoWaiter(t *testing.T) {
 		}()
 	}
 	bob.waiters(n)
+	if during := mine(); during < before+n {
+		t.Fatalf("%d labelled goroutines with %d calls waiting (%d before): the count misses the calls", during, n, before)
+	}
 	cancel()
 	wg.Wait()
 	bob.waiters(0)
@@ -310,10 +330,34 @@ func TestWaitForMailCancelledCallsLeaveNoWaiter(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for runtime.NumGoroutine() > before+20 {
+	for mine() > before+20 {
 		if time.Now().After(deadline) {
-			t.Fatalf("goroutines: %d before, %d after %d cancelled calls", before, runtime.NumGoroutine(), n)
+			t.Fatalf("goroutines: %d before, %d after %d cancelled calls", before, mine(), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// labelledGoroutines counts the goroutines whose pprof labels include
+// key=value, from the text goroutine profile (each stack's count line is
+// followed by its labels).
+func labelledGoroutines(t *testing.T, key, value string) int {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(map[string]string{key: value})
+	pair := strings.Trim(string(want), "{}")
+	total, count := 0, 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if c, _, ok := strings.Cut(line, " @ "); ok {
+			count, _ = strconv.Atoi(c)
+			continue
+		}
+		if labels, ok := strings.CutPrefix(line, "# labels: "); ok && strings.Contains(labels, pair) {
+			total += count
+		}
+	}
+	return total
 }
