@@ -51,6 +51,26 @@ func NewSearchWalk(b SearchBounds, offset, limit int) *SearchWalk {
 // scan bound says whether the scan stopped short.
 func (w *SearchWalk) Limit() int { return w.scan + 1 }
 
+// Scan is how many matches the walk examines at most.
+func (w *SearchWalk) Scan() int { return w.scan }
+
+// Need is how many of the caller's rows the walk stops at.
+func (w *SearchWalk) Need() int { return w.need }
+
+// Set records a walk the store ran in one statement instead of through
+// Add: seqs are the caller's rows among the first Scan matches, newest
+// first, at most Need of them; more is the Scan-th match's seq when
+// further matches follow it, 0 when the matches end within the scan.
+func (w *SearchWalk) Set(seqs []int64, more int64) {
+	w.Seqs, w.examined = seqs, 0
+	switch {
+	case len(seqs) == w.need:
+		w.Cut = true
+	case more > 0:
+		w.Cut, w.last = true, more
+	}
+}
+
 // Add records the next match at seq, and reports whether the walk wants
 // another.
 func (w *SearchWalk) Add(seq int64, mine bool) bool {
@@ -92,7 +112,7 @@ func (w *SearchWalk) Page(offset, limit int) []int64 {
 // not full because the walk stopped short: below the last match examined.
 // It returns 0 when the matches ran out.
 func (w *SearchWalk) Resume() int64 {
-	if !w.Cut {
+	if !w.Cut || len(w.Seqs) == w.need { // a walk stopped by the count fills its page
 		return 0
 	}
 	return w.last

@@ -108,3 +108,41 @@ func TestSearchWalkResumesWithoutGaps(t *testing.T) {
 		t.Fatalf("%d rows, want %d", len(got), want)
 	}
 }
+
+// Set, given what one statement finds, agrees with a walk through Add.
+func TestSearchWalkSet(t *testing.T) {
+	b := mailroom.SearchBounds{Scan: 100, Count: 10}
+	for _, tc := range []struct {
+		name    string
+		matches int
+		mine    func(int64) bool
+	}{
+		{"few", 30, func(s int64) bool { return s%3 == 0 }},
+		{"count bound", 500, func(int64) bool { return true }},
+		{"scan bound", 500, func(s int64) bool { return s%50 == 0 }},
+		{"exactly the scan", 100, func(s int64) bool { return s%50 == 0 }},
+		{"none", 500, func(int64) bool { return false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			add, _ := feed(mailroom.NewSearchWalk(b, 0, 5), tc.matches, tc.mine)
+			set := mailroom.NewSearchWalk(b, 0, 5)
+			var seqs []int64
+			for s := int64(tc.matches); s > int64(tc.matches-set.Scan()) && s >= 1 && len(seqs) < set.Need(); s-- {
+				if tc.mine(s) {
+					seqs = append(seqs, s)
+				}
+			}
+			var more int64
+			if tc.matches > set.Scan() {
+				more = int64(tc.matches - set.Scan() + 1)
+			}
+			set.Set(seqs, more)
+			at, ae := add.Total()
+			st, se := set.Total()
+			if at != st || ae != se || len(add.Page(0, 5)) != len(set.Page(0, 5)) || add.Resume() != set.Resume() {
+				t.Fatalf("Add: total %d %v, page %d, resume %d; Set: total %d %v, page %d, resume %d",
+					at, ae, len(add.Page(0, 5)), add.Resume(), st, se, len(set.Page(0, 5)), set.Resume())
+			}
+		})
+	}
+}

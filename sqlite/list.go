@@ -229,32 +229,39 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// A bounded search (mailroom.SearchWalk): walk the word's
 			// matches newest first, asking of each whether it is in the
 			// listing, then read the page's rows by seq.
-			mine := branches(` AND d.message_seq = f.rowid`, ` AND m.seq = f.rowid`)
+			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`)
 			for i, b := range mine {
 				mine[i] = `EXISTS (` + b + `)`
 			}
+			// One statement keeps the caller's rows among the newest
+			// matches (the FTS5 index steps newest first, as a co-routine
+			// that stops at the scan bound); only when it finds fewer than
+			// it needs does a second ask whether matches go on past the
+			// scan. Handing every match to Go instead cost ~3 µs each.
 			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
 				w := mailroom.NewSearchWalk(f.SearchBounds, offset, limit)
-				q := `SELECT f.rowid, ` + strings.Join(mine, " OR ") + ` FROM message_fts f WHERE message_fts MATCH ` + search
+				matches := `SELECT f.rowid AS seq FROM message_fts f WHERE message_fts MATCH ` + search
 				if before > 0 {
-					q += ` AND f.rowid < ` + itoa(int(before))
+					matches += ` AND f.rowid < ` + itoa(int(before))
 				}
-				rows, err := tx.queryUncached(ctx, q+` ORDER BY f.rowid DESC LIMIT `+itoa(w.Limit()), args...)
+				matches += ` ORDER BY f.rowid DESC`
+				seqs, err := int64s(ctx, tx, `SELECT w.seq FROM (`+matches+` LIMIT `+itoa(w.Scan())+`) w WHERE `+
+					strings.Join(mine, " OR ")+` LIMIT `+itoa(w.Need()), args...)
 				if err != nil {
 					return nil, err
 				}
-				defer rows.Close()
-				for rows.Next() {
-					var seq int64
-					var in bool
-					if err := rows.Scan(&seq, &in); err != nil {
+				var more int64
+				if len(seqs) < w.Need() {
+					past, err := int64s(ctx, tx, `SELECT seq FROM (`+matches+` LIMIT 2 OFFSET `+itoa(w.Scan()-1)+`)`, args...)
+					if err != nil {
 						return nil, err
 					}
-					if !w.Add(seq, in) {
-						break
+					if len(past) == 2 {
+						more = past[0]
 					}
 				}
-				return w, rows.Err()
+				w.Set(seqs, more)
+				return w, nil
 			}
 			w, err := walk(0, f.Offset, f.Limit)
 			if err != nil {
@@ -424,3 +431,21 @@ func jsonStrings(list []string) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// int64s runs a listing query whose rows are one integer each.
+func int64s(ctx context.Context, tx *ptx, q string, args ...any) ([]int64, error) {
+	rows, err := tx.queryUncached(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
