@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -244,30 +246,39 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// listing, then read the page's rows by seq.
 			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`)
 			for i, b := range mine {
-				mine[i] = `EXISTS (` + b + `)`
+				// OFFSET 0 keeps each a probe of the delivery key: without it
+				// the planner may hash every delivery of the caller's (a
+				// hashed subplan; it drops a LIMIT 1) to answer the probes.
+				mine[i] = `EXISTS (` + b + ` OFFSET 0)`
 			}
+			// As in sqlite/: one statement keeps the caller's rows among the
+			// newest matches (the subquery's order is kept by the filter
+			// and limit above it), and a second asks whether matches go on
+			// past the scan only when the first found fewer than needed.
 			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
 				w := mailroom.NewSearchWalk(f.SearchBounds, offset, limit)
-				q := callerArgs + `SELECT w.seq, ` + strings.Join(mine, " OR ") + ` FROM message w WHERE w.fts @@ ` + search
+				matches := `SELECT seq FROM message WHERE fts @@ ` + search
 				if before > 0 {
-					q += ` AND w.seq < ` + strconv.FormatInt(before, 10)
+					matches += ` AND seq < ` + strconv.FormatInt(before, 10)
 				}
-				rows, err := tx.Query(ctx, q+` ORDER BY w.seq DESC LIMIT `+strconv.Itoa(w.Limit()), exec(args)...)
+				matches += ` ORDER BY seq DESC`
+				seqs, err := int64s(ctx, tx, callerArgs+`SELECT w.seq FROM (`+matches+` LIMIT `+strconv.Itoa(w.Scan())+`) w WHERE `+
+					strings.Join(mine, " OR ")+` LIMIT `+strconv.Itoa(w.Need()), args)
 				if err != nil {
 					return nil, err
 				}
-				defer rows.Close()
-				for rows.Next() {
-					var seq int64
-					var in bool
-					if err := rows.Scan(&seq, &in); err != nil {
+				var more int64
+				if len(seqs) < w.Need() {
+					past, err := int64s(ctx, tx, callerArgs+`SELECT seq FROM (`+matches+` LIMIT 2 OFFSET `+strconv.Itoa(w.Scan()-1)+`) p`, args)
+					if err != nil {
 						return nil, err
 					}
-					if !w.Add(seq, in) {
-						break
+					if len(past) == 2 {
+						more = past[0]
 					}
 				}
-				return w, rows.Err()
+				w.Set(seqs, more)
+				return w, nil
 			}
 			w, err := walk(0, f.Offset, f.Limit)
 			if err != nil {
@@ -442,3 +453,17 @@ const callerArgs = `WITH caller AS (SELECT $1::bigint AS me, $2::bigint[] AS rol
 
 // exec prefixes args with the unnamed-statement mode.
 func exec(args []any) []any { return append([]any{pgx.QueryExecModeExec}, args...) }
+
+// int64s runs a listing query whose rows are one integer each, in
+// descending order.
+func int64s(ctx context.Context, tx pgx.Tx, q string, args []any) ([]int64, error) {
+	rows, err := tx.Query(ctx, q, exec(args)...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	// The executor keeps a subquery's order under a filter and a limit;
+	// sorting again costs nothing and does not depend on it.
+	slices.SortFunc(out, func(a, b int64) int { return cmp.Compare(b, a) })
+	return out, err
+}
