@@ -269,7 +269,18 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				}
 				var more int64
 				if len(seqs) < w.Need() {
-					past, err := int64s(ctx, tx, callerArgs+`SELECT seq FROM (`+matches+` LIMIT 2 OFFSET `+strconv.Itoa(w.Scan()-1)+`) p`, args)
+					// Its own parameters: the server must know the type of
+					// every one it is given, and this uses only the words.
+					var words []any
+					tsq := tsquery(f.Search, func(v any) string {
+						words = append(words, v)
+						return "$" + strconv.Itoa(len(words))
+					})
+					q := `SELECT seq FROM message WHERE fts @@ ` + tsq
+					if before > 0 {
+						q += ` AND seq < ` + strconv.FormatInt(before, 10)
+					}
+					past, err := int64s(ctx, tx, q+` ORDER BY seq DESC LIMIT 2 OFFSET `+strconv.Itoa(w.Scan()-1), words)
 					if err != nil {
 						return nil, err
 					}

@@ -86,6 +86,13 @@ func testSearchIsBounded(t *testing.T, s mailroom.Store) {
 	if got := walkSearch(t, list, "carol", mailroom.ListInput{Query: "harbor", Limit: &lim}); len(got) != b.Scan {
 		t.Fatalf("carol's harbor walk returned %d rows, want %d", len(got), b.Scan)
 	}
+	// Other filters apply within the walk: a tag nobody has, a thread.
+	if p := list("bob", mailroom.ListInput{Query: "comet", TaggedConcepts: []string{"topic a", "topic b"}}); p.TotalCount != 0 || !p.TotalCountExact {
+		t.Fatalf("a search with tags no message has: %d exact %v, want 0, exact", p.TotalCount, p.TotalCountExact)
+	}
+	if p := list("bob", mailroom.ListInput{Query: "comet", Priority: "high"}); p.TotalCount != 0 || !p.TotalCountExact {
+		t.Fatalf("a search for high-priority comets: %d exact %v, want 0, exact", p.TotalCount, p.TotalCountExact)
+	}
 	// The outbox is searched too, and nobody else's mail is: dana sees none.
 	if p := list("alice", mailroom.ListInput{Box: "outbox", Query: "comet"}); p.TotalCount != 3 || !p.TotalCountExact {
 		t.Fatalf("alice's outbox search: %d exact %v, want 3", p.TotalCount, p.TotalCountExact)
