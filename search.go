@@ -117,3 +117,45 @@ func (w *SearchWalk) Resume() int64 {
 	}
 	return w.last
 }
+
+// SearchPage is what a bounded search decides about one page.
+type SearchPage struct {
+	Total      int
+	Exact      bool    // Total is exact, not a lower bound
+	Seqs       []int64 // the page's rows, plus one more when a next page exists
+	NextCursor *string // where to go on when the page is short because the scan stopped
+}
+
+// Search runs the bounded search f asks for. find is the store's walk: the
+// caller's rows among the first scan matches below before (0: from the
+// newest), newest first, at most need of them, and the scan-th match's seq
+// when more matches follow it (else 0). The total counts from the top of
+// the listing, as every listing's does; the page starts at the cursor.
+func Search(f ListFilter, find func(before int64, scan, need int) ([]int64, int64, error)) (SearchPage, error) {
+	walk := func(before int64, offset int) (*SearchWalk, error) {
+		w := NewSearchWalk(f.SearchBounds, offset, f.Limit)
+		seqs, more, err := find(before, w.Scan(), w.Need())
+		if err != nil {
+			return nil, err
+		}
+		w.Set(seqs, more)
+		return w, nil
+	}
+	w, err := walk(0, f.Offset)
+	if err != nil {
+		return SearchPage{}, err
+	}
+	var p SearchPage
+	p.Total, p.Exact = w.Total()
+	if f.Before > 0 {
+		if w, err = walk(f.Before, 0); err != nil {
+			return SearchPage{}, err
+		}
+	}
+	p.Seqs = w.Page(f.Offset, f.Limit)
+	if len(p.Seqs) <= f.Limit && w.Resume() > 0 {
+		c := Cursor(w.Resume())
+		p.NextCursor = &c
+	}
+	return p, nil
+}

@@ -146,3 +146,45 @@ func TestSearchWalkSet(t *testing.T) {
 		})
 	}
 }
+
+// Search counts from the top and pages from the cursor, and a short page
+// of a stopped scan carries on below it.
+func TestSearch(t *testing.T) {
+	b := mailroom.SearchBounds{Scan: 100, Count: 10}
+	const n = 1000
+	mine := func(s int64) bool { return s%40 == 0 } // 25 of the caller's rows
+	var calls []int64
+	find := func(before int64, scan, need int) ([]int64, int64, error) {
+		calls = append(calls, before)
+		top := int64(n)
+		if before > 0 {
+			top = before - 1
+		}
+		var seqs []int64
+		s := top
+		for ; s > top-int64(scan) && s >= 1 && len(seqs) < need; s-- {
+			if mine(s) {
+				seqs = append(seqs, s)
+			}
+		}
+		var more int64
+		if len(seqs) < need && top-int64(scan) >= 1 {
+			more = top - int64(scan) + 1
+		}
+		return seqs, more, nil
+	}
+	f := mailroom.ListFilter{Limit: 5, SearchBounds: b}
+	p, err := mailroom.Search(f, find)
+	if err != nil || p.Total != 3 || p.Exact || len(p.Seqs) != 3 || p.NextCursor == nil || len(calls) != 1 {
+		t.Fatalf("first page: %+v %v, %d walks; want 3 rows of a stopped scan, a cursor, one walk", p, err, len(calls))
+	}
+	f.Before, _ = mailroom.ParseCursor(*p.NextCursor)
+	if f.Before != n-100+1 {
+		t.Fatalf("cursor at %d, want below the scan at %d", f.Before, n-100+1)
+	}
+	calls = nil
+	p, err = mailroom.Search(f, find)
+	if err != nil || p.Total != 3 || len(calls) != 2 || calls[0] != 0 || calls[1] != f.Before || len(p.Seqs) != 2 || p.Seqs[0] != 880 {
+		t.Fatalf("cursor page: %+v %v, walks from %v; want the total from the top and the page from the cursor", p, err, calls)
+	}
+}

@@ -241,7 +241,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		var pageParts []string
 		offset := f.Offset
 		if search != "" {
-			// A bounded search (mailroom.SearchWalk): walk the words'
+			// A bounded search (mailroom.Search): walk the words'
 			// matches newest first, asking of each whether it is in the
 			// listing, then read the page's rows by seq.
 			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`)
@@ -255,57 +255,40 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// newest matches (the subquery's order is kept by the filter
 			// and limit above it), and a second asks whether matches go on
 			// past the scan only when the first found fewer than needed.
-			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
-				w := mailroom.NewSearchWalk(f.SearchBounds, offset, limit)
+			find := func(before int64, scan, need int) ([]int64, int64, error) {
 				matches := `SELECT seq FROM message WHERE fts @@ ` + search
 				if before > 0 {
 					matches += ` AND seq < ` + strconv.FormatInt(before, 10)
 				}
 				matches += ` ORDER BY seq DESC`
-				seqs, err := int64s(ctx, tx, callerArgs+`SELECT w.seq FROM (`+matches+` LIMIT `+strconv.Itoa(w.Scan())+`) w WHERE `+
-					strings.Join(mine, " OR ")+` LIMIT `+strconv.Itoa(w.Need()), args)
-				if err != nil {
-					return nil, err
+				seqs, err := int64s(ctx, tx, callerArgs+`SELECT w.seq FROM (`+matches+` LIMIT `+strconv.Itoa(scan)+`) w WHERE `+
+					strings.Join(mine, " OR ")+` LIMIT `+strconv.Itoa(need), args)
+				if err != nil || len(seqs) == need {
+					return seqs, 0, err
 				}
-				var more int64
-				if len(seqs) < w.Need() {
-					// Its own parameters: the server must know the type of
-					// every one it is given, and this uses only the words.
-					var words []any
-					tsq := tsquery(f.Search, func(v any) string {
-						words = append(words, v)
-						return "$" + strconv.Itoa(len(words))
-					})
-					q := `SELECT seq FROM message WHERE fts @@ ` + tsq
-					if before > 0 {
-						q += ` AND seq < ` + strconv.FormatInt(before, 10)
-					}
-					past, err := int64s(ctx, tx, q+` ORDER BY seq DESC LIMIT 2 OFFSET `+strconv.Itoa(w.Scan()-1), words)
-					if err != nil {
-						return nil, err
-					}
-					if len(past) == 2 {
-						more = past[0]
-					}
+				// Its own parameters: the server must know the type of every
+				// one it is given, and this uses only the words.
+				var words []any
+				tsq := tsquery(f.Search, func(v any) string {
+					words = append(words, v)
+					return "$" + strconv.Itoa(len(words))
+				})
+				q := `SELECT seq FROM message WHERE fts @@ ` + tsq
+				if before > 0 {
+					q += ` AND seq < ` + strconv.FormatInt(before, 10)
 				}
-				w.Set(seqs, more)
-				return w, nil
+				past, err := int64s(ctx, tx, q+` ORDER BY seq DESC LIMIT 2 OFFSET `+strconv.Itoa(scan-1), words)
+				if err != nil || len(past) < 2 {
+					return seqs, 0, err
+				}
+				return seqs, past[0], nil
 			}
-			w, err := walk(0, f.Offset, f.Limit)
+			sp, err := mailroom.Search(f, find)
 			if err != nil {
 				return err
 			}
-			page.TotalCount, page.TotalCountExact = w.Total()
-			if f.Before > 0 { // the total is the listing's; the page is below the cursor
-				if w, err = walk(f.Before, 0, f.Limit); err != nil {
-					return err
-				}
-			}
-			seqs := w.Page(f.Offset, f.Limit)
-			if len(seqs) <= f.Limit && w.Resume() > 0 {
-				c := mailroom.Cursor(w.Resume())
-				page.NextCursor = &c
-			}
+			page.TotalCount, page.TotalCountExact, page.NextCursor = sp.Total, sp.Exact, sp.NextCursor
+			seqs := sp.Seqs
 			if len(seqs) == 0 {
 				return nil
 			}

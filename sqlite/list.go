@@ -226,7 +226,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		}
 		offset := f.Offset
 		if search != "" {
-			// A bounded search (mailroom.SearchWalk): walk the word's
+			// A bounded search (mailroom.Search): walk the words'
 			// matches newest first, asking of each whether it is in the
 			// listing, then read the page's rows by seq.
 			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`)
@@ -238,46 +238,29 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// that stops at the scan bound); only when it finds fewer than
 			// it needs does a second ask whether matches go on past the
 			// scan. Handing every match to Go instead cost ~3 µs each.
-			walk := func(before int64, offset, limit int) (*mailroom.SearchWalk, error) {
-				w := mailroom.NewSearchWalk(f.SearchBounds, offset, limit)
+			find := func(before int64, scan, need int) ([]int64, int64, error) {
 				matches := `SELECT f.rowid AS seq FROM message_fts f WHERE message_fts MATCH ` + search
 				if before > 0 {
 					matches += ` AND f.rowid < ` + itoa(int(before))
 				}
 				matches += ` ORDER BY f.rowid DESC`
-				seqs, err := int64s(ctx, tx, `SELECT w.seq FROM (`+matches+` LIMIT `+itoa(w.Scan())+`) w WHERE `+
-					strings.Join(mine, " OR ")+` LIMIT `+itoa(w.Need()), args...)
-				if err != nil {
-					return nil, err
+				seqs, err := int64s(ctx, tx, `SELECT w.seq FROM (`+matches+` LIMIT `+itoa(scan)+`) w WHERE `+
+					strings.Join(mine, " OR ")+` LIMIT `+itoa(need), args...)
+				if err != nil || len(seqs) == need {
+					return seqs, 0, err
 				}
-				var more int64
-				if len(seqs) < w.Need() {
-					past, err := int64s(ctx, tx, `SELECT seq FROM (`+matches+` LIMIT 2 OFFSET `+itoa(w.Scan()-1)+`)`, args...)
-					if err != nil {
-						return nil, err
-					}
-					if len(past) == 2 {
-						more = past[0]
-					}
+				past, err := int64s(ctx, tx, `SELECT seq FROM (`+matches+` LIMIT 2 OFFSET `+itoa(scan-1)+`)`, args...)
+				if err != nil || len(past) < 2 {
+					return seqs, 0, err
 				}
-				w.Set(seqs, more)
-				return w, nil
+				return seqs, past[0], nil
 			}
-			w, err := walk(0, f.Offset, f.Limit)
+			sp, err := mailroom.Search(f, find)
 			if err != nil {
 				return err
 			}
-			page.TotalCount, page.TotalCountExact = w.Total()
-			if f.Before > 0 { // the total is the listing's; the page is below the cursor
-				if w, err = walk(f.Before, 0, f.Limit); err != nil {
-					return err
-				}
-			}
-			seqs := w.Page(f.Offset, f.Limit)
-			if len(seqs) <= f.Limit && w.Resume() > 0 {
-				c := mailroom.Cursor(w.Resume())
-				page.NextCursor = &c
-			}
+			page.TotalCount, page.TotalCountExact, page.NextCursor = sp.Total, sp.Exact, sp.NextCursor
+			seqs := sp.Seqs
 			if len(seqs) == 0 {
 				return nil
 			}
