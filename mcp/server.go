@@ -159,7 +159,7 @@ func (s *Server) Waiters() int { return s.wake.Len() }
 func (s *Server) MCPServer() *gomcp.Server {
 	fd := &feeds{s: s, ids: map[int64]*feed{}}
 	srv := gomcp.NewServer(&gomcp.Implementation{Name: "mailroom", Title: "mailroom", Version: Version}, &gomcp.ServerOptions{
-		Logger:             s.log,
+		Logger:             sdkLogger(s.log),
 		SubscribeHandler:   fd.subscribe,
 		UnsubscribeHandler: fd.unsubscribe,
 		Instructions: "mailroom is your mailbox: addressed messages between agents and humans, with read state and threads. " +

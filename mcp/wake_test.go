@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -360,4 +361,54 @@ func labelledGoroutines(t *testing.T, key, value string) int {
 		}
 	}
 	return total
+}
+
+// lockedBuffer is a log destination safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The go-sdk logs every resource notification it sends; at one per
+// subscriber per commit that line is Debug, not Info (an operator's stderr
+// at the default level sees none), while its other lines keep their level.
+func TestResourceNotificationsLogAtDebug(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bob := e.watchWith("bob", "2025-11-25", mcp.Options{Logger: logger})
+	bob.subscribe()
+	e.as("alice").sendTo("@bob", "hello")
+	bob.update()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "resource updated notification sent") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no notification line logged:\n%s", logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "resource updated notification sent") && !strings.Contains(line, "level=DEBUG") {
+			t.Errorf("notification logged above Debug: %s", line)
+		}
+		if strings.Contains(line, "resource subscribed") && !strings.Contains(line, "level=INFO") {
+			t.Errorf("the go-sdk's other lines changed level: %s", line)
+		}
+	}
+	if !strings.Contains(logs.String(), "resource subscribed") {
+		t.Fatalf("the go-sdk's subscribe line is missing:\n%s", logs.String())
+	}
 }
