@@ -390,7 +390,11 @@ func TestResourceNotificationsLogAtDebug(t *testing.T) {
 	var logs lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	bob := e.watchWith("bob", "2025-11-25", mcp.Options{Logger: logger})
-	bob.subscribe()
+	// Under 2025-11-25 Subscribe returns once the server holds the
+	// subscription with its baseline, so the send below is after it.
+	if err := bob.cs.Subscribe(context.Background(), &gomcp.SubscribeParams{URI: mcp.InboxURI}); err != nil {
+		t.Fatal(err)
+	}
 	e.as("alice").sendTo("@bob", "hello")
 	bob.update()
 	deadline := time.Now().Add(10 * time.Second)
