@@ -46,19 +46,29 @@ func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 }
 
 // inboxStateSQL is InboxState's statement: ?1 the caller, ?2 its implicit
-// roles (JSON); the roles it holds are those and its grants.
+// roles (JSON); the roles it holds are those and its grants. The newest
+// role message is asked for each held role on its own (one role's
+// deliveries come in seq order from the role index, so each stops at the
+// first match; with all roles in one IN list SQLite would read and sort
+// every delivery of them, as perRole says for listings).
 var inboxStateSQL = func() string {
-	held := func(b []string) []string {
-		for i := range b {
-			b[i] = strings.ReplaceAll(b[i], `SELECT value FROM json_each(?2)`, `SELECT value FROM held`)
-		}
-		return b
+	const all = `SELECT value FROM json_each(?2)`
+	u := inboxBranches(unreadCond, "")
+	for i := range u {
+		u[i] = strings.ReplaceAll(u[i], all, `SELECT value FROM held`)
 	}
-	u, w := held(inboxBranches(unreadCond, "")), held(inboxBranches("", ""))
+	w := inboxBranches("", "")
+	const cols = `SELECT d.message_seq AS seq, d.id AS did`
+	personal := strings.Replace(w[0], cols, `SELECT max(d.message_seq)`, 1)
+	// The branch's own rule (the oldest delivery among held roles shows a
+	// message) keeps its IN list; only the role being asked is fixed.
+	role := strings.Replace(w[1], `d.role IN (`+all+`)`, `d.role = h.value`, 1)
+	role = strings.ReplaceAll(role, all, `SELECT value FROM held`)
+	role = strings.Replace(role, cols, `SELECT d.message_seq`, 1) + ` ORDER BY d.message_seq DESC LIMIT 1`
 	return `WITH held(value) AS (SELECT value FROM json_each(?2) UNION ALL SELECT role FROM role_grant WHERE identity_id = ?1)
 		SELECT u.n, u.total,
-			(SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
-				SELECT * FROM (` + w[0] + ` ORDER BY seq DESC LIMIT 1) UNION ALL SELECT * FROM (` + w[1] + ` ORDER BY seq DESC LIMIT 1)))),
+			(SELECT m.id FROM message m WHERE m.seq = max(coalesce((` + personal + `), 0),
+				coalesce((SELECT max((` + role + `)) FROM held h), 0))),
 			(SELECT json_group_array(role) FROM role_grant WHERE identity_id = ?1)
 		FROM (SELECT count(*) AS n, coalesce(sum(seq), 0) AS total FROM (` + u[0] + ` UNION ALL ` + u[1] + `)) u`
 }()
