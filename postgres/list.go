@@ -117,8 +117,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		return mailroom.Page{}, err
 	}
 	page := mailroom.Page{Messages: []mailroom.Row{}, TotalCountExact: true}
+	var more bool // the page query found a row after the page
 	err = s.read(ctx, func(tx pgx.Tx) error {
-		page.Messages, page.TotalCountExact = page.Messages[:0], true
+		page.Messages, page.TotalCountExact, page.NextCursor, more = page.Messages[:0], true, nil, false
 		me, err := reader(ctx, tx, me, f.OfName, f.OfKind)
 		if err != nil {
 			return err
@@ -353,6 +354,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 			if len(page.Messages) == f.Limit {
+				more = true
 				if related == "" { // a cursor is a position in seq order
 					c := mailroom.Cursor(last)
 					page.NextCursor = &c
@@ -368,7 +370,11 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		return mailroom.Page{}, err
 	}
 	if f.Before == 0 {
-		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+		total := page.TotalCount
+		if more { // a search's lower bound may end at this page while rows follow
+			total = max(total, f.Offset+len(page.Messages)+1)
+		}
+		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), total)
 	}
 	return page, nil
 }

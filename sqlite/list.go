@@ -109,6 +109,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		return mailroom.Page{}, err
 	}
 	page := mailroom.Page{Messages: []mailroom.Row{}, TotalCountExact: true}
+	var more bool // the page query found a row after the page
 	err = s.read(ctx, func(tx *ptx) error {
 		me, err := reader(ctx, tx, me, f.OfName, f.OfKind)
 		if err != nil {
@@ -322,6 +323,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					return err
 				}
 				if len(page.Messages) == f.Limit {
+					more = true
 					if related == "" { // a cursor is a position in seq order
 						c := mailroom.Cursor(last)
 						page.NextCursor = &c
@@ -341,7 +343,11 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		return mailroom.Page{}, err
 	}
 	if f.Before == 0 {
-		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), page.TotalCount)
+		total := page.TotalCount
+		if more { // a search's lower bound may end at this page while rows follow
+			total = max(total, f.Offset+len(page.Messages)+1)
+		}
+		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), total)
 	}
 	return page, nil
 }

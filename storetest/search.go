@@ -68,6 +68,21 @@ func testSearchIsBounded(t *testing.T, s mailroom.Store) {
 		// as the page (20 + 10 rows), which here is past the last match.
 		t.Fatalf("offset 20: %d rows, total %d exact %v; want 5, 25, exact", len(p.Messages), p.TotalCount, p.TotalCountExact)
 	}
+	// Paging by nextOffset goes past the count bound too: a lower-bound
+	// total never ends the pages while rows follow.
+	var byOffset []string
+	for off := 0; ; {
+		p := list("bob", mailroom.ListInput{Query: "lantern", Limit: &lim, Offset: ptr(off)})
+		byOffset = append(byOffset, ids(p)...)
+		if p.NextOffset == nil {
+			break
+		}
+		if *p.NextOffset != off+len(p.Messages) || len(byOffset) > len(lanterns) {
+			t.Fatalf("nextOffset %d after a page of %d at %d", *p.NextOffset, len(p.Messages), off)
+		}
+		off = *p.NextOffset
+	}
+	wantIDs(t, "the lantern search by nextOffset", byOffset, lanterns...)
 	wantIDs(t, "the lantern search by cursor", walkSearch(t, list, "bob", mailroom.ListInput{Query: "lantern", Limit: &lim}), lanterns...)
 
 	// Every harbor match within one search's scan is carol's: bob's first
