@@ -75,8 +75,9 @@ func inboxBranches(dcond, mcond string) []string {
 func outboxBranch(mcond string, skipInbox bool) string {
 	q := `SELECT m.seq AS seq, NULL::bigint AS rcpt FROM message m WHERE m.sender_id = $1
 		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = m.seq)` + mcond
-	if skipInbox {
-		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = m.seq)`
+	if skipInbox { // its personal copy, or its handoff to the caller's own next session
+		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = m.seq)
+		AND NOT EXISTS (SELECT 1 FROM delivery r WHERE r.recipient = $3 AND r.message_seq = m.seq AND r.recipient = ANY($2))`
 	}
 	return q
 }

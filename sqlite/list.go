@@ -94,8 +94,10 @@ func ownSuccessorRole(me string) string {
 func outboxBranch(mcond string, skipInbox bool) string {
 	q := `SELECT m.seq AS seq, NULL AS did FROM message m WHERE m.sender_id = ?1
 		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = m.seq)` + mcond
-	if skipInbox {
-		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = m.seq)`
+	if skipInbox { // its personal copy, or its handoff to the caller's own next session
+		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = m.seq)
+		AND NOT EXISTS (SELECT 1 FROM delivery r WHERE r.role = ` + ownSuccessorRole("?1") + ` AND r.message_seq = m.seq
+			AND r.role IN (SELECT value FROM json_each(?2)))`
 	}
 	return q
 }

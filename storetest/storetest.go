@@ -320,6 +320,12 @@ func testRoles(t *testing.T, s mailroom.Store) {
 	if !found {
 		t.Fatal("bob's next session does not see the handoff he left for it")
 	}
+	// In every box it is one row: bob's inbox shows it, so his outbox
+	// part does not show it again.
+	all := e.list("bob", mailroom.ListInput{Box: "all", Limit: ptr(200)})
+	if n := len(unique(ids(all))); n != len(all.Messages) || all.TotalCount != n {
+		t.Fatalf("box all lists %d rows of %d messages, totalCount %d", len(all.Messages), n, all.TotalCount)
+	}
 	if res := s.MarkRead(e.as("bob"), []string{self.MessageID}); res[0].Err != nil {
 		t.Fatalf("bob cannot mark his own handoff read: %v", res[0].Err)
 	}
