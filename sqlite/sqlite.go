@@ -56,7 +56,8 @@ type Options struct {
 	// NoSync makes commits skip fsync (synchronous=OFF): what a commit
 	// wrote survives the process, not a crash of the machine. For
 	// throwaway stores (tests); without it every commit is synced
-	// (synchronous=FULL) before a receipt is returned.
+	// (synchronous=FULL) before a receipt is returned. Receipts of a
+	// NoSync store still say durable: never serve users from one.
 	NoSync bool
 }
 
