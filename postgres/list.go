@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,9 +252,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				mine[i] = `EXISTS (` + b + ` OFFSET 0)`
 			}
 			// As in sqlite/: one statement keeps the caller's rows among the
-			// newest matches (the subquery's order is kept by the filter
-			// and limit above it), and a second asks whether matches go on
-			// past the scan only when the first found fewer than needed.
+			// newest matches (its outer ORDER BY costs no sort: the
+			// subquery's rows come in that order), and a second asks whether
+			// matches go on past the scan only when the first found fewer
+			// than needed.
 			find := func(before int64, scan, need int) ([]int64, int64, error) {
 				matches := `SELECT seq FROM message WHERE fts @@ ` + search
 				if before > 0 {
@@ -264,7 +263,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				}
 				matches += ` ORDER BY seq DESC`
 				seqs, err := int64s(ctx, tx, callerArgs+`SELECT w.seq FROM (`+matches+` LIMIT `+strconv.Itoa(scan)+`) w WHERE `+
-					strings.Join(mine, " OR ")+` LIMIT `+strconv.Itoa(need), args)
+					strings.Join(mine, " OR ")+` ORDER BY w.seq DESC LIMIT `+strconv.Itoa(need), args)
 				if err != nil || len(seqs) == need {
 					return seqs, 0, err
 				}
@@ -455,16 +454,11 @@ const callerArgs = `WITH caller AS (SELECT $1::bigint AS me, $2::bigint[] AS rol
 // exec prefixes args with the unnamed-statement mode.
 func exec(args []any) []any { return append([]any{pgx.QueryExecModeExec}, args...) }
 
-// int64s runs a listing query whose rows are one integer each, in
-// descending order.
+// int64s runs a listing query whose rows are one integer each.
 func int64s(ctx context.Context, tx pgx.Tx, q string, args []any) ([]int64, error) {
 	rows, err := tx.Query(ctx, q, exec(args)...)
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	// The executor keeps a subquery's order under a filter and a limit;
-	// sorting again costs nothing and does not depend on it.
-	slices.SortFunc(out, func(a, b int64) int { return cmp.Compare(b, a) })
-	return out, err
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }

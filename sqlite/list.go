@@ -71,8 +71,11 @@ func inboxBranches(dcond, mcond string) []string {
 // branch's own rule (the oldest delivery), so no message repeats.
 func perRole(role string, n int) []string {
 	const all = `d.role IN (SELECT value FROM json_each(?2))`
-	if !strings.Contains(role, all) || n == 0 {
-		return []string{role}[:min(n, 1)] // unsplit: right, only slower
+	if n == 0 {
+		return nil
+	}
+	if !strings.Contains(role, all) {
+		return []string{role} // unsplit: right, only slower
 	}
 	out := make([]string, n)
 	for i := range out {
