@@ -187,9 +187,7 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		}
 		args := []any{me.ID, roles.ids, roles.own}
 		// Personal deliveries are counted from mailbox_count (kept by
-		// triggers in every write transaction); the role branch is counted
-		// as List builds it: which role deliveries reach the caller depends
-		// on the caller's other deliveries, roles and deletions.
+		// triggers in every write transaction).
 		u := &st.Unread
 		var personalArchived int
 		err = tx.QueryRow(ctx, `SELECT coalesce(sum(n) FILTER (WHERE unread AND NOT archived), 0)::bigint, coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND via = 'direct'), 0)::bigint,
@@ -210,13 +208,25 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 				return err
 			}
 		}
-		roleUnread := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, "")[1]
-		var r struct{ n, human, high, normal, low int }
-		var roleOldest *time.Time
-		err = tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE s.kind = 'human'), count(*) FILTER (WHERE m.priority = 'high'),
-				count(*) FILTER (WHERE m.priority = 'normal'), count(*) FILTER (WHERE m.priority = 'low'), min(m.created_at)
-			FROM (`+roleUnread+`) b JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id`, args...).
-			Scan(&r.n, &r.human, &r.high, &r.normal, &r.low, &roleOldest)
+		// The role queues are counted the same way, less the counted
+		// deliveries the role branch leaves out (a few candidates: what
+		// the caller sent, got personally, deleted, or sees through
+		// another role; migration 0009).
+		var r struct{ n, human, high, normal, low, archived int }
+		err = tx.QueryRow(ctx, `SELECT c.n - h.n, c.human - h.human, c.high - h.high, c.normal - h.normal, c.low - h.low, c.archived - h.archived
+			FROM (SELECT coalesce(sum(n) FILTER (WHERE unread AND NOT archived), 0)::bigint AS n, coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND human), 0)::bigint AS human,
+					coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND priority = 'high'), 0)::bigint AS high,
+					coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND priority = 'normal'), 0)::bigint AS normal,
+					coalesce(sum(n) FILTER (WHERE unread AND NOT archived AND priority = 'low'), 0)::bigint AS low,
+					coalesce(sum(n) FILTER (WHERE archived), 0)::bigint AS archived
+				FROM mailbox_count WHERE recipient = ANY($2) AND (archived OR unread)) c,
+			(SELECT count(*) FILTER (WHERE h.read_at IS NULL AND h.archived_at IS NULL) AS n, count(*) FILTER (WHERE h.read_at IS NULL AND h.archived_at IS NULL AND h.human) AS human,
+					count(*) FILTER (WHERE h.read_at IS NULL AND h.archived_at IS NULL AND h.priority = 'high') AS high,
+					count(*) FILTER (WHERE h.read_at IS NULL AND h.archived_at IS NULL AND h.priority = 'normal') AS normal,
+					count(*) FILTER (WHERE h.read_at IS NULL AND h.archived_at IS NULL AND h.priority = 'low') AS low,
+					count(*) FILTER (WHERE h.archived_at IS NOT NULL) AS archived
+				FROM (`+roleHidden+`) h) h`, args...).
+			Scan(&r.n, &r.human, &r.high, &r.normal, &r.low, &r.archived)
 		if err != nil {
 			return err
 		}
@@ -226,27 +236,51 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		u.ByPriority.High += r.high
 		u.ByPriority.Normal += r.normal
 		u.ByPriority.Low += r.low
-		if oldest == nil || (roleOldest != nil && roleOldest.Before(*oldest)) {
-			oldest = roleOldest
+		st.Archived = personalArchived + r.archived
+		if r.n > 0 {
+			// Each queue's first unread delivery the caller sees: its
+			// unread ones in seq order (role_unread), passing over hidden
+			// ones, which are candidates (few).
+			var roleOldest *time.Time
+			if err := tx.QueryRow(ctx, `SELECT m.created_at FROM message m WHERE m.seq = (SELECT min(o.seq) FROM unnest($2::bigint[]) AS q (mb)
+				CROSS JOIN LATERAL (SELECT u.message_seq AS seq FROM role_unread u JOIN delivery d ON d.recipient = u.recipient AND d.message_seq = u.message_seq
+					JOIN message m ON m.seq = d.message_seq WHERE u.recipient = q.mb AND `+roleVisible+` ORDER BY u.message_seq LIMIT 1) o)`, args...).Scan(&roleOldest); err != nil && !isNoRows(err) {
+				return err
+			}
+			if oldest == nil || (roleOldest != nil && roleOldest.Before(*oldest)) {
+				oldest = roleOldest
+			}
 		}
 		st.OldestUnreadAt = utc(oldest)
-		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")[1]
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+archived+`) b`, args...).Scan(&st.Archived); err != nil {
+		// Per role, the unread role mail addressed to it, shown through any
+		// role the caller holds: its queue's counter, less its unread
+		// candidates, plus the candidates' messages the caller sees unread.
+		rows, err := tx.Query(ctx, `WITH c AS MATERIALIZED (`+roleCandidates+`)
+			SELECT q.mb, (SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = q.mb AND unread AND NOT archived)
+				- (SELECT count(*) FROM c JOIN delivery d ON d.recipient = c.recipient AND d.message_seq = c.message_seq
+					WHERE c.recipient = q.mb AND d.read_at IS NULL AND d.archived_at IS NULL)
+				+ (SELECT count(*) FROM c WHERE c.recipient = q.mb AND EXISTS (SELECT 1 FROM delivery d JOIN message m ON m.seq = d.message_seq
+					WHERE d.recipient = ANY($2) AND d.message_seq = c.message_seq AND d.read_at IS NULL AND d.archived_at IS NULL AND `+roleVisible+`))
+			FROM unnest($2::bigint[]) AS q (mb)`, args...)
+		if err != nil {
 			return err
 		}
-		st.Archived += personalArchived
-		to := inboxBranches(` AND d.archived_at IS NULL AND d.read_at IS NULL`, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = $4)`)
+		perRole := map[string]int{}
+		var mb int64
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&mb, &n}, func() error {
+			perRole[roles.names[mb]] = n
+			return nil
+		}); err != nil {
+			return err
+		}
 		held, err := heldRoles(ctx, tx, me)
 		if err != nil {
 			return err
 		}
 		for _, r := range held {
-			rc := mailroom.RoleCount{Role: "role:" + r}
 			// Role-queue mail only (via: role), as the role count's list call says.
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+to[1]+`) b`, me.ID, roles.ids, roles.own, rc.Role).Scan(&rc.Unread); err != nil {
-				return err
-			}
-			st.Roles = append(st.Roles, rc)
+			st.Roles = append(st.Roles, mailroom.RoleCount{Role: "role:" + r, Unread: perRole[r]})
 		}
 		st.Watermark, err = watermark(ctx, tx, me, roles)
 		return err
@@ -328,6 +362,8 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 				`DELETE FROM message_ticket WHERE message_seq = ANY($1)`,
 				`DELETE FROM concept_job WHERE message_seq = ANY($1)`,
 				`DELETE FROM message_deleted WHERE message_seq = ANY($1)`,
+				`DELETE FROM role_hint WHERE message_seq = ANY($1)`,
+				`DELETE FROM role_later WHERE message_seq = ANY($1)`,
 				`UPDATE message SET in_reply_to = NULL WHERE in_reply_to = ANY($1)`,
 				`DELETE FROM message WHERE seq = ANY($1)`,
 			} {

@@ -60,13 +60,39 @@ func inboxBranches(dcond, mcond string) []string {
 	}
 	personal += ` WHERE d.recipient = $1` + dcond + mcond
 	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d JOIN message m ON m.seq = d.message_seq
-		WHERE d.recipient = ANY($2) AND (m.sender_id <> $1 OR d.recipient = $3)
+		WHERE d.recipient = ANY($2) AND ` + roleVisible + dcond + mcond
+	return []string{personal, role}
+}
+
+// roleVisible is the role branch's condition on a delivery d (of message
+// m) in one of the caller's role queues: not the caller's own role message
+// except to their own successor, not one they also got personally, not one
+// an older delivery in another of their roles shows, not one they deleted.
+const roleVisible = `(m.sender_id <> $1 OR d.recipient = $3)
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = d.message_seq)
 		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.recipient = ANY($2) AND o.message_seq = d.message_seq AND o.recipient < d.recipient
 			AND (m.sender_id <> $1 OR o.recipient = $3))
-		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = d.message_seq)` + dcond + mcond
-	return []string{personal, role}
-}
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = d.message_seq)`
+
+// roleCandidates selects (recipient, message_seq) of a superset of the
+// caller's role deliveries that roleVisible leaves out (migration 0009):
+// those of messages the caller sent, got personally (role_hint) or
+// deleted, and every role delivery after its message's first (role_later).
+// It costs what the caller's own activity costs, not their queues' size:
+// each hinted message is one probe of the delivery key per held role
+// (OFFSET 0 keeps the planner from turning the probes into a pass over the
+// queues).
+const roleCandidates = `SELECT c.recipient, c.message_seq FROM (
+			SELECT h.message_seq FROM role_hint h WHERE h.identity_id = $1
+			UNION SELECT x.message_seq FROM message_deleted x WHERE x.identity_id = $1) s
+		CROSS JOIN LATERAL (SELECT d.recipient, d.message_seq FROM delivery d WHERE d.recipient = ANY($2) AND d.message_seq = s.message_seq OFFSET 0) c
+	UNION SELECT l.recipient, l.message_seq FROM role_later l WHERE l.recipient = ANY($2)`
+
+// roleHidden selects the candidate deliveries d (with their message m)
+// that the role branch leaves out.
+const roleHidden = `SELECT d.recipient, d.message_seq, d.read_at, d.archived_at, d.via, d.priority, d.human FROM (` + roleCandidates + `) c
+	JOIN delivery d ON d.recipient = c.recipient AND d.message_seq = c.message_seq JOIN message m ON m.seq = d.message_seq
+	WHERE NOT (` + roleVisible + `)`
 
 // outboxBranch selects (seq, rcpt) of the caller's sent mail; with
 // skipInbox it leaves out what the personal inbox branch already shows.
@@ -302,8 +328,23 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			var count strings.Builder
 			count.WriteString(`SELECT 0`)
 			for i, p := range parts {
-				if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
-					count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
+				inbox := f.Box != mailroom.BoxOutbox && (i == 0 || (i == 1 && len(roles.ids) > 0))
+				if inbox && counted(f) {
+					if i == 0 {
+						count.WriteString(` + (` + counterCount(`= $1`, f, via, priority) + `)`)
+						continue
+					}
+					// The role queues' counters, less the counted deliveries
+					// the role branch leaves out; the conditions are the
+					// branch's, on the delivery's own keys.
+					hcond := dcond
+					if priority != "" {
+						hcond += ` AND d.priority = ` + priority
+					}
+					if f.FromHuman {
+						hcond += ` AND d.human`
+					}
+					count.WriteString(` + (` + counterCount(`= ANY($2)`, f, via, priority) + `) - (SELECT count(*) FROM (` + roleHidden + hcond + `) h)`)
 					continue
 				}
 				count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)
@@ -379,19 +420,21 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 	return page, nil
 }
 
-// counted reports whether mailbox_count answers the personal branch's count
-// for f: it holds the caller's personal deliveries by archived and read
-// state, route, priority and the sender's kind, and nothing finer.
+// counted reports whether mailbox_count answers the inbox branches' counts
+// for f: it holds each mailbox's deliveries (the caller's and each role
+// queue's) by archived and read state, route, priority and the sender's
+// kind, and nothing finer.
 func counted(f mailroom.ListFilter) bool {
 	return f.ThreadID == "" && !f.FromMe && f.FromName == "" && f.To == "" && len(f.Search) == 0 && !f.QueryEmpty &&
 		len(f.Concepts) == 0 && f.RelatedTo == ""
 }
 
-// personalCount is the count of the personal inbox branch under f's
-// conditions, summed from mailbox_count ($1 is the reader's id; via and
-// priority are the parameters of f's Via and Priority).
-func personalCount(f mailroom.ListFilter, via, priority string) string {
-	q := `SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = $1`
+// counterCount is the count of the deliveries in the mailboxes recipient
+// selects (= $1: the reader's; = ANY($2): their role queues') under f's
+// conditions, summed from mailbox_count (via and priority are the
+// parameters of f's Via and Priority).
+func counterCount(recipient string, f mailroom.ListFilter, via, priority string) string {
+	q := `SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient ` + recipient
 	if f.ArchivedOnly {
 		q += ` AND archived`
 	} else if !f.IncludeArchived {

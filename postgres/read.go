@@ -330,24 +330,26 @@ type drained struct {
 // mailbox marked (recipient, count, lowest and highest seq) and a row
 // with a NULL recipient counting the role deliveries left alone. Both
 // updates and the count are parts of one statement: one snapshot. It
-// moves the personal deliveries it marked from the unread, unarchived
-// counts to the read ones (its WHERE is their state before; role
-// deliveries are not counted), so the caller sets mailroom.writer_counts.
+// moves every delivery it marked (a personal one in the caller's counts, a
+// role one in its queue's) from the unread, unarchived counts to the read
+// ones and takes the role ones out of role_unread (its WHERE is their
+// state before), so the caller sets mailroom.writer_counts.
 var drainSQL = callerArgs + `,
 	p AS (UPDATE delivery d SET read_at = $5, read_by = $1
 		WHERE d.recipient = $1` + drainUnread + `
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
-	k AS (SELECT via, priority, human, count(*) AS n FROM p GROUP BY 1, 2, 3),
-	c AS (INSERT INTO mailbox_count AS c (recipient, archived, unread, via, priority, human, n)
-		SELECT $1, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END
-		FROM k CROSS JOIN (VALUES (true), (false)) AS s (unread) ORDER BY 3, 4, 5, 6
-		ON CONFLICT (recipient, archived, unread, via, priority, human) DO UPDATE SET n = c.n + excluded.n),
 	r AS (UPDATE delivery d SET read_at = $5, read_by = $1
 		FROM (` + inboxBranches(drainUnread, "")[1] + `) w
 		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL
-		RETURNING d.recipient, d.message_seq)
+		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
+	k AS (SELECT recipient, via, priority, human, count(*) AS n FROM (SELECT * FROM p UNION ALL SELECT * FROM r) u GROUP BY 1, 2, 3, 4),
+	c AS (INSERT INTO mailbox_count AS c (recipient, archived, unread, via, priority, human, n)
+		SELECT k.recipient, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END
+		FROM k CROSS JOIN (VALUES (true), (false)) AS s (unread) ORDER BY 1, 3, 4, 5, 6
+		ON CONFLICT (recipient, archived, unread, via, priority, human) DO UPDATE SET n = c.n + excluded.n),
+	ru AS (DELETE FROM role_unread x USING r WHERE x.recipient = r.recipient AND x.message_seq = r.message_seq)
 	SELECT u.recipient, count(*), min(u.message_seq), max(u.message_seq)
-		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT * FROM r) u GROUP BY u.recipient
+		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT recipient, message_seq FROM r) u GROUP BY u.recipient
 	UNION ALL SELECT NULL, count(*), NULL, NULL FROM (` + inboxBranches(drainUnread, "")[1] + `) w WHERE NOT $6`
 
 // drainUnread is what a drain marks, on a delivery d.

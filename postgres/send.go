@@ -208,6 +208,9 @@ func (w sendWrites) args() []any {
 // sendSQL writes one message with every edge in one statement and returns
 // its recipient count. The caller holds the send lock (an earlier
 // statement of the same transaction) and has created its role queues.
+// A message with role deliveries also writes their count candidates
+// (migration 0009): role_hint rows for its sender and personal recipients,
+// role_later rows for every role delivery but the lowest mailbox's.
 // Shared keys (sessions, tickets, concepts) are inserted in sorted order,
 // so that concurrent writers take their locks in one order. Foreign keys
 // are checked at the end of the statement, after every part has run.
@@ -226,7 +229,12 @@ const sendSQL = `WITH
 			UNION ALL SELECT i.id, 'broadcast' FROM identity i
 				WHERE $14 AND i.kind = 'agent' AND i.id <> $6 AND NOT (i.id = ANY($13::bigint[]))
 			UNION ALL SELECT mailbox_id, 'role' FROM role WHERE name = ANY($15::text[])) AS x
-		RETURNING 1),
+		RETURNING recipient, message_seq, via),
+	rh AS (INSERT INTO role_hint (identity_id, message_seq)
+		SELECT x.id, m.seq FROM m, (SELECT $6::bigint AS id UNION SELECT recipient FROM d WHERE via <> 'role') AS x
+		WHERE EXISTS (SELECT 1 FROM d WHERE via = 'role')),
+	rl AS (INSERT INTO role_later (recipient, message_seq)
+		SELECT recipient, message_seq FROM d WHERE via = 'role' AND recipient > (SELECT min(recipient) FROM d WHERE via = 'role')),
 	ms AS (INSERT INTO message_session (message_seq, session_id)
 		SELECT m.seq, x FROM m, unnest($16::text[]) AS x ON CONFLICT DO NOTHING),
 	mk AS (INSERT INTO message_ticket (message_seq, ticket_id) SELECT m.seq, x FROM m, unnest($17::text[]) AS x),
@@ -391,12 +399,17 @@ func (p sendPlan) storeMany(ctx context.Context, tx pgx.Tx, me mailroom.Identity
 			SELECT m.seq, a.pos - 1, a.address FROM m, unnest($10::text[]) WITH ORDINALITY AS a(address, pos)),
 		h AS (SELECT kind = 'human' AS human FROM identity WHERE id = $7),
 		dd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
-			SELECT r, m.seq, 'direct', $5, $6, h.human FROM m, h, unnest($11::bigint[]) AS r),
+			SELECT r, m.seq, 'direct', $5, $6, h.human FROM m, h, unnest($11::bigint[]) AS r RETURNING recipient, message_seq),
 		bd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
 			SELECT i.id, m.seq, 'broadcast', $5, $6, h.human FROM m, h, identity i
-			WHERE $12 AND i.kind = 'agent' AND i.id <> $7 AND NOT (i.id = ANY($11::bigint[]))),
+			WHERE $12 AND i.kind = 'agent' AND i.id <> $7 AND NOT (i.id = ANY($11::bigint[])) RETURNING recipient, message_seq),
 		rd AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
 			SELECT r, m.seq, 'role', $5, $6, h.human FROM m, h, unnest($13::bigint[]) AS r),
+		rh AS (INSERT INTO role_hint (identity_id, message_seq)
+			SELECT DISTINCT x.r, x.seq FROM (SELECT $7::bigint AS r, m.seq FROM m UNION ALL SELECT * FROM dd UNION ALL SELECT * FROM bd) AS x
+			WHERE cardinality($13::bigint[]) > 0),
+		rl AS (INSERT INTO role_later (recipient, message_seq)
+			SELECT r, m.seq FROM m, unnest($13::bigint[]) AS r WHERE r > (SELECT min(x) FROM unnest($13::bigint[]) AS x)),
 		ms AS (INSERT INTO message_session (message_seq, session_id)
 			SELECT m.seq, x FROM m, unnest($14::text[]) AS x),
 		mt AS (INSERT INTO message_ticket (message_seq, ticket_id)
