@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -262,4 +263,87 @@ func wantTotal(in mailroom.ListInput, total int) int {
 		return min(total, mailroom.SearchCount)
 	}
 	return total
+}
+
+// BenchmarkRoleQueue is a role holder's list_messages (a page of 50, its
+// totalCount and watermark) and mailbox_status when the holder's role
+// queue holds 100,000 messages beside 1,000 personal ones, with some of
+// the holder's own activity in the queue: 20 messages they sent to the
+// role, 20 they also got personally, 20 they deleted.
+func BenchmarkRoleQueue(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	carol, err := e.s.EnsureAgent(ctx, "carol")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.s.GrantRole(ctx, "bob", "reviewer"); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for range 10 {
+		if err := e.s.SendMany(e.alice, benchDraft(b, "role:reviewer"), 10_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.s.SendMany(e.alice, benchDraft(b, "@bob"), 1_000); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.s.SendMany(e.bob, benchDraft(b, "role:reviewer"), 20); err != nil {
+		b.Fatal(err)
+	}
+	both := benchDraft(b, "role:reviewer")
+	both.To = append(both.To, mailroom.Address{Kind: mailroom.AddrAgent, Name: "bob"})
+	if err := e.s.SendMany(mailroom.WithCaller(ctx, carol), both, 20); err != nil {
+		b.Fatal(err)
+	}
+	f, _ := mailroom.ListInput{Via: "role", Limit: ptr(20)}.Filter()
+	p, err := e.s.List(e.bob, f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range p.Messages {
+		if _, err := e.s.Delete(e.bob, m.MessageID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.s.Analyze(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded in %v", time.Since(start))
+	const role, total = 100_000 - 20, 100_000 - 20 + 1_000 + 20
+	for _, tc := range []struct {
+		name string
+		in   mailroom.ListInput
+		want int
+	}{
+		{"list", mailroom.ListInput{}, total},
+		{"list-unread", mailroom.ListInput{UnreadOnly: true}, total},
+		{"list-role", mailroom.ListInput{Via: "role", UnreadOnly: true}, role},
+	} {
+		f, err := tc.in.Filter()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			cpu := serverCPU(b)
+			for b.Loop() {
+				p, err := e.s.List(e.bob, f)
+				if err != nil || p.TotalCount != tc.want || len(p.Messages) != 50 {
+					b.Fatalf("%v total %d, %d rows", err, p.TotalCount, len(p.Messages))
+				}
+			}
+			reportServerCPU(b, cpu, b.N)
+		})
+	}
+	b.Run("status", func(b *testing.B) {
+		cpu := serverCPU(b)
+		for b.Loop() {
+			st, err := e.s.Status(e.bob)
+			if err != nil || st.Unread.Role != role || st.Unread.Total != total || !slices.Contains(st.Roles, mailroom.RoleCount{Role: "role:reviewer", Unread: role}) {
+				b.Fatalf("%v %+v %+v", err, st.Unread, st.Roles)
+			}
+		}
+		reportServerCPU(b, cpu, b.N)
+	})
 }

@@ -126,7 +126,9 @@ func TestDeliveryCountKeysMigrationBackfills(t *testing.T) {
 		body("0005_mailbox_count.sql", "mailbox_count_delete"),
 		body("0007_count_update_once.sql", "mailbox_count_update"),
 		`ALTER TABLE delivery DROP COLUMN priority, DROP COLUMN human, SET (fillfactor = 70)`,
-		`DELETE FROM schema_migration WHERE version = 8`,
+		`DROP TABLE role_hint, role_later, role_unread`, // and 0009's
+		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
+		`DELETE FROM schema_migration WHERE version >= 8`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
@@ -157,5 +159,207 @@ func TestDeliveryCountKeysMigrationBackfills(t *testing.T) {
 	}
 	if st, err := s.Status(asBob); err != nil || st.Unread.Total != 1 || st.Unread.Role != 1 || st.Unread.Human != 0 || st.Unread.ByPriority.High != 1 {
 		t.Fatalf("status after the drain: %+v %v", st.Unread, err)
+	}
+}
+
+// A database from before migration 0009 (role deliveries uncounted, no
+// candidate tables) gets its role counts, candidates and unread role
+// deliveries from the migration's backfill, exactly what the write paths
+// keep: the tables match row for row, every count is unchanged, and writes
+// after the upgrade keep them.
+func TestRoleCountMigrationBackfills(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s := open(t, url, postgres.Options{})
+	ids := map[string]mailroom.Identity{}
+	for _, n := range []string{"alice", "bob", "carol"} {
+		id, err := s.EnsureAgent(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = id
+	}
+	dana, err := s.AddIdentity(ctx, "dana", mailroom.KindHuman)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["dana"] = dana
+	for _, g := range [][2]string{{"bob", "ops"}, {"bob", "triage"}, {"carol", "triage"}} {
+		if err := s.GrantRole(ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(who string) context.Context { return mailroom.WithCaller(ctx, ids[who]) }
+	var sent []string
+	for i, m := range []struct {
+		from string
+		to   []string
+		p    mailroom.Priority
+	}{
+		{"alice", []string{"role:ops"}, mailroom.PriorityNormal},
+		{"alice", []string{"role:ops", "role:triage"}, mailroom.PriorityHigh},
+		{"bob", []string{"role:ops"}, mailroom.PriorityLow},
+		{"alice", []string{"@bob", "role:ops"}, mailroom.PriorityNormal},
+		{"dana", []string{"role:triage", "*"}, mailroom.PriorityHigh},
+		{"bob", []string{"role:next-session-of-bob", "role:triage"}, mailroom.PriorityNormal},
+		{"carol", []string{"role:triage", "@me"}, mailroom.PriorityNormal},
+		{"alice", []string{"role:ops"}, mailroom.PriorityLow},
+		{"alice", []string{"role:triage"}, mailroom.PriorityHigh},
+	} {
+		d := draft(t, m.to[0])
+		for _, to := range m.to[1:] {
+			a, err := mailroom.ParseAddress(to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.To = append(d.To, a)
+		}
+		d.Priority = m.p
+		rc, err := s.Send(as(m.from), d)
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		sent = append(sent, rc.MessageID)
+		if i == 1 || i == 4 { // and through the bulk path
+			if err := s.SendMany(as(m.from), d, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if r := s.MarkRead(as("carol"), []string{sent[8]}); r[0].Status != "read" {
+		t.Fatalf("mark %+v", r)
+	}
+	if _, err := s.Archive(as("bob"), sent[7]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(as("bob"), sent[0]); err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		st     mailroom.Status
+		totals []int
+	}
+	views := func() map[string]view {
+		out := map[string]view{}
+		for who := range ids {
+			st, err := s.Status(as(who))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Watermark = nil
+			v := view{st: st}
+			for _, in := range []mailroom.ListInput{{}, {UnreadOnly: true}, {Via: "role", IncludeArchived: true}, {ArchivedOnly: true}, {Priority: "high", Box: "all"}} {
+				f, _ := in.Filter()
+				p, err := s.List(as(who), f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v.totals = append(v.totals, p.TotalCount)
+			}
+			out[who] = v
+		}
+		return out
+	}
+	tables := func() string {
+		var b strings.Builder
+		for _, q := range []string{
+			`SELECT recipient, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5, 6`,
+			`SELECT identity_id, message_seq FROM role_hint ORDER BY 1, 2`,
+			`SELECT recipient, message_seq FROM role_later ORDER BY 1, 2`,
+			`SELECT recipient, message_seq FROM role_unread ORDER BY 1, 2`,
+		} {
+			var rows string
+			if err := s.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(t::text, ' '), '') FROM (`+q+`) t`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(q + ":\n  " + rows + "\n")
+		}
+		return b.String()
+	}
+	wantViews, wantTables := views(), tables()
+	if strings.Contains(wantTables, ":\n  \n") {
+		t.Fatalf("too little to backfill:\n%s", wantTables)
+	}
+	// Back to schema 8.
+	body := func(file, fn string) string {
+		b, err := os.ReadFile("migrations/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?s)CREATE (OR REPLACE )?FUNCTION ` + fn + `\(\).*?END \$\$;`).Find(b)
+		if m == nil {
+			t.Fatalf("%s has no function %s", file, fn)
+		}
+		return string(m)
+	}
+	for _, q := range []string{
+		body("0008_delivery_count_keys.sql", "mailbox_count_insert"),
+		body("0008_delivery_count_keys.sql", "mailbox_count_delete"),
+		body("0008_delivery_count_keys.sql", "mailbox_count_update"),
+		`DROP TABLE role_hint, role_later, role_unread`,
+		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
+		`DELETE FROM schema_migration WHERE version = 9`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	s.Close()
+	s = open(t, url, postgres.Options{})
+	if got := tables(); got != wantTables {
+		t.Fatalf("after the backfill:\n%s\nkept by the writes before:\n%s", got, wantTables)
+	}
+	if got := views(); !reflect.DeepEqual(got, wantViews) {
+		t.Fatalf("counts after the upgrade:\n%+v\nbefore:\n%+v", got, wantViews)
+	}
+	// Writes after the upgrade: a send to both roles, bob's drain with
+	// the role queues, carol's mark unread of a role message.
+	if _, err := s.Send(as("alice"), func() mailroom.Draft {
+		d := draft(t, "role:ops")
+		d.To = append(d.To, mailroom.Address{Kind: mailroom.AddrRole, Name: "triage"})
+		return d
+	}()); err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := s.MarkAllRead(as("bob"), "", true); err != nil || rc.MatchedCount != wantViews["bob"].st.Unread.Total+1 {
+		t.Fatalf("drain %+v %v (bob had %d unread)", rc, err, wantViews["bob"].st.Unread.Total)
+	}
+	st, err := s.Status(as("bob"))
+	if err != nil || st.Unread.Total != 0 || st.OldestUnreadAt != nil {
+		t.Fatalf("bob after the drain: %+v oldest %v %v", st.Unread, st.OldestUnreadAt, err)
+	}
+	if _, err := s.MarkUnread(as("carol"), sent[8]); err != nil {
+		t.Fatal(err)
+	}
+	// Each role count is what a walk of its listing returns.
+	walk := func(who string, in mailroom.ListInput) int {
+		n := 0
+		in.Limit = ptr(2)
+		for {
+			f, _ := in.Filter()
+			p, err := s.List(as(who), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(p.Messages)
+			if p.NextCursor == nil {
+				return n
+			}
+			in.Cursor = p.NextCursor
+		}
+	}
+	for _, who := range []string{"bob", "carol"} {
+		st, err := s.Status(as(who))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := walk(who, mailroom.ListInput{Via: "role", UnreadOnly: true}); st.Unread.Role != n || n == 0 {
+			t.Errorf("%s: unread.role %d, a walk returns %d", who, st.Unread.Role, n)
+		}
+		for _, r := range st.Roles {
+			if n := walk(who, mailroom.ListInput{Via: "role", UnreadOnly: true, To: r.Role}); r.Unread != n {
+				t.Errorf("%s: %s %d, a walk returns %d", who, r.Role, r.Unread, n)
+			}
+		}
 	}
 }

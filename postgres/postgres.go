@@ -304,6 +304,6 @@ func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 // Analyze refreshes the planner's statistics (autovacuum does it in time;
 // seeding tools call it after a bulk load).
 func (s *Store) Analyze(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `ANALYZE message, message_to, delivery, message_concept, concept_job`)
+	_, err := s.pool.Exec(ctx, `ANALYZE message, message_to, delivery, message_concept, concept_job, mailbox_count, role_hint, role_later, role_unread`)
 	return err
 }
