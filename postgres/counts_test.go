@@ -361,5 +361,13 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 				t.Errorf("%s: %s %d, a walk returns %d", who, r.Role, r.Unread, n)
 			}
 		}
+		// A drain without the role queues says how many it left (counted
+		// like the status) and leaves them.
+		if rc, err := s.MarkAllRead(as(who), "", false); err != nil || rc.WithheldRoleCount != st.Unread.Role {
+			t.Errorf("%s: drain %+v %v, unread.role %d", who, rc, err, st.Unread.Role)
+		}
+		if after, err := s.Status(as(who)); err != nil || after.Unread.Total != st.Unread.Role || after.Unread.Role != st.Unread.Role {
+			t.Errorf("%s: after the drain %+v %v, unread.role before %d", who, after.Unread, err, st.Unread.Role)
+		}
 	}
 }

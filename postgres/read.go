@@ -328,7 +328,9 @@ type drained struct {
 // at or before that seq when >= 0) read at $5 and, when $6, the role
 // queues' (the role branch of inboxBranches); it returns one row per
 // mailbox marked (recipient, count, lowest and highest seq) and a row
-// with a NULL recipient counting the role deliveries left alone. Both
+// with a NULL recipient counting the role deliveries left alone (from the
+// role queues' counters, as mailbox_status counts them, unless a seq
+// bounds the drain). Both
 // updates and the count are parts of one statement: one snapshot. It
 // moves every delivery it marked (a personal one in the caller's counts, a
 // role one in its queue's) from the unread, unarchived counts to the read
@@ -350,7 +352,9 @@ var drainSQL = callerArgs + `,
 	ru AS (DELETE FROM role_unread x USING r WHERE x.recipient = r.recipient AND x.message_seq = r.message_seq)
 	SELECT u.recipient, count(*), min(u.message_seq), max(u.message_seq)
 		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT recipient, message_seq FROM r) u GROUP BY u.recipient
-	UNION ALL SELECT NULL, count(*), NULL, NULL FROM (` + inboxBranches(drainUnread, "")[1] + `) w WHERE NOT $6`
+	UNION ALL SELECT NULL, count(*), NULL, NULL FROM (` + inboxBranches(drainUnread, "")[1] + `) w WHERE NOT $6 AND $4::bigint >= 0
+	UNION ALL SELECT NULL, (SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = ANY($2) AND unread AND NOT archived)
+		- (SELECT count(*) FROM (` + roleHidden + ` AND d.read_at IS NULL AND d.archived_at IS NULL) h), NULL, NULL WHERE NOT $6 AND $4::bigint < 0`
 
 // drainUnread is what a drain marks, on a delivery d.
 const drainUnread = ` AND d.read_at IS NULL AND d.archived_at IS NULL AND ($4::bigint < 0 OR d.message_seq <= $4::bigint)`
