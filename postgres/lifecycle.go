@@ -203,8 +203,11 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		// key range that is unread (no index covers read_at, see 0001).
 		var oldest *time.Time
 		if u.Total > 0 {
+			// Planned for this caller (unnamed): a generic plan guesses
+			// the caller's share of delivery and may walk delivery_message
+			// from the oldest message of any mailbox.
 			if err := tx.QueryRow(ctx, `SELECT m.created_at FROM message m WHERE m.seq = (SELECT d.message_seq FROM delivery d
-				WHERE d.recipient = $1 AND d.via <> 'role' AND d.read_at IS NULL AND d.archived_at IS NULL ORDER BY d.message_seq LIMIT 1)`, me.ID).Scan(&oldest); err != nil && !isNoRows(err) {
+				WHERE d.recipient = $1 AND d.via <> 'role' AND d.read_at IS NULL AND d.archived_at IS NULL ORDER BY d.message_seq LIMIT 1)`, pgx.QueryExecModeExec, me.ID).Scan(&oldest); err != nil && !isNoRows(err) {
 				return err
 			}
 		}
@@ -243,8 +246,9 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			// ones, which are candidates (few).
 			var roleOldest *time.Time
 			if err := tx.QueryRow(ctx, `SELECT m.created_at FROM message m WHERE m.seq = (SELECT min(o.seq) FROM unnest($2::bigint[]) AS q (mb)
-				CROSS JOIN LATERAL (SELECT u.message_seq AS seq FROM role_unread u JOIN delivery d ON d.recipient = u.recipient AND d.message_seq = u.message_seq
-					JOIN message m ON m.seq = d.message_seq WHERE u.recipient = q.mb AND `+roleVisible+` ORDER BY u.message_seq LIMIT 1) o)`, args...).Scan(&roleOldest); err != nil && !isNoRows(err) {
+				CROSS JOIN LATERAL (SELECT u.message_seq AS seq FROM role_unread u CROSS JOIN LATERAL (SELECT 1 FROM delivery d JOIN message m ON m.seq = d.message_seq
+					WHERE d.recipient = u.recipient AND d.message_seq = u.message_seq AND `+roleVisibleProbes+` OFFSET 0) v
+					WHERE u.recipient = q.mb ORDER BY u.message_seq LIMIT 1) o)`, args...).Scan(&roleOldest); err != nil && !isNoRows(err) {
 				return err
 			}
 			if oldest == nil || (roleOldest != nil && roleOldest.Before(*oldest)) {
@@ -255,23 +259,11 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		// Per role, the unread role mail addressed to it, shown through any
 		// role the caller holds: its queue's counter, less its unread
 		// candidates, plus the candidates' messages the caller sees unread.
-		rows, err := tx.Query(ctx, `WITH c AS MATERIALIZED (`+roleCandidates+`)
-			SELECT q.mb, (SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = q.mb AND unread AND NOT archived)
-				- (SELECT count(*) FROM c JOIN delivery d ON d.recipient = c.recipient AND d.message_seq = c.message_seq
-					WHERE c.recipient = q.mb AND d.read_at IS NULL AND d.archived_at IS NULL)
-				+ (SELECT count(*) FROM c WHERE c.recipient = q.mb AND EXISTS (SELECT 1 FROM delivery d JOIN message m ON m.seq = d.message_seq
-					WHERE d.recipient = ANY($2) AND d.message_seq = c.message_seq AND d.read_at IS NULL AND d.archived_at IS NULL AND `+roleVisible+`))
-			FROM unnest($2::bigint[]) AS q (mb)`, args...)
-		if err != nil {
-			return err
-		}
+		// With one queue that is all the role mail the caller sees.
 		perRole := map[string]int{}
-		var mb int64
-		var n int
-		if _, err := pgx.ForEachRow(rows, []any{&mb, &n}, func() error {
-			perRole[roles.names[mb]] = n
-			return nil
-		}); err != nil {
+		if len(roles.ids) == 1 {
+			perRole[roles.names[roles.ids[0]]] = r.n
+		} else if err := countPerRole(ctx, tx, args, roles, perRole); err != nil {
 			return err
 		}
 		held, err := heldRoles(ctx, tx, me)
@@ -286,6 +278,29 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		return err
 	})
 	return st, err
+}
+
+// countPerRole sets perRole[name] to the unread role mail addressed to
+// each of the caller's role queues (args: the caller parameters).
+func countPerRole(ctx context.Context, tx pgx.Tx, args []any, roles roleSet, perRole map[string]int) error {
+	rows, err := tx.Query(ctx, `WITH c AS MATERIALIZED (SELECT c.recipient, c.message_seq, u.unread FROM (`+roleCandidates+`) c
+			CROSS JOIN LATERAL (SELECT d.read_at IS NULL AND d.archived_at IS NULL AS unread FROM delivery d
+				WHERE d.recipient = c.recipient AND d.message_seq = c.message_seq OFFSET 0) u)
+		SELECT q.mb, (SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = q.mb AND unread AND NOT archived)
+			- (SELECT count(*) FROM c WHERE c.recipient = q.mb AND c.unread)
+			+ (SELECT count(*) FROM c WHERE c.recipient = q.mb AND EXISTS (SELECT 1 FROM delivery d JOIN message m ON m.seq = d.message_seq
+				WHERE d.recipient = ANY($2) AND d.message_seq = c.message_seq AND d.read_at IS NULL AND d.archived_at IS NULL AND `+roleVisibleProbes+` OFFSET 0))
+		FROM unnest($2::bigint[]) AS q (mb)`, args...)
+	if err != nil {
+		return err
+	}
+	var mb int64
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&mb, &n}, func() error {
+		perRole[roles.names[mb]] = n
+		return nil
+	})
+	return err
 }
 
 // heldRoles names every role the caller holds, implicit ones first, then

@@ -68,11 +68,21 @@ func inboxBranches(dcond, mcond string) []string {
 // m) in one of the caller's role queues: not the caller's own role message
 // except to their own successor, not one they also got personally, not one
 // an older delivery in another of their roles shows, not one they deleted.
-const roleVisible = `(m.sender_id <> $1 OR d.recipient = $3)
-		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = d.message_seq)
+var roleVisible = roleVisibleWith("")
+
+// roleVisibleProbes is roleVisible for a few deliveries: OFFSET 0 keeps
+// each NOT EXISTS a probe of its key per delivery, where the planner could
+// otherwise make it an anti-join that walks the caller's whole mailbox in
+// seq order to answer a walk that stops at the first row (a merge join).
+var roleVisibleProbes = roleVisibleWith(" OFFSET 0")
+
+func roleVisibleWith(end string) string {
+	return `(m.sender_id <> $1 OR d.recipient = $3)
+		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = d.message_seq` + end + `)
 		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.recipient = ANY($2) AND o.message_seq = d.message_seq AND o.recipient < d.recipient
-			AND (m.sender_id <> $1 OR o.recipient = $3))
-		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = d.message_seq)`
+			AND (m.sender_id <> $1 OR o.recipient = $3)` + end + `)
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = d.message_seq` + end + `)`
+}
 
 // roleCandidates selects (recipient, message_seq) of a superset of the
 // caller's role deliveries that roleVisible leaves out (migration 0009):
@@ -88,11 +98,13 @@ const roleCandidates = `SELECT c.recipient, c.message_seq FROM (
 		CROSS JOIN LATERAL (SELECT d.recipient, d.message_seq FROM delivery d WHERE d.recipient = ANY($2) AND d.message_seq = s.message_seq OFFSET 0) c
 	UNION SELECT l.recipient, l.message_seq FROM role_later l WHERE l.recipient = ANY($2)`
 
-// roleHidden selects the candidate deliveries d (with their message m)
-// that the role branch leaves out.
-const roleHidden = `SELECT d.recipient, d.message_seq, d.read_at, d.archived_at, d.via, d.priority, d.human FROM (` + roleCandidates + `) c
-	JOIN delivery d ON d.recipient = c.recipient AND d.message_seq = c.message_seq JOIN message m ON m.seq = d.message_seq
-	WHERE NOT (` + roleVisible + `)`
+// roleHidden selects the candidate deliveries d (their keys, state and
+// count keys) that the role branch leaves out; conditions on d's columns
+// may follow.
+var roleHidden = `SELECT d.* FROM (` + roleCandidates + `) c CROSS JOIN LATERAL (
+		SELECT d.recipient, d.message_seq, d.read_at, d.archived_at, d.via, d.priority, d.human FROM delivery d JOIN message m ON m.seq = d.message_seq
+		WHERE d.recipient = c.recipient AND d.message_seq = c.message_seq AND NOT (` + roleVisibleProbes + `) OFFSET 0) d
+	WHERE true`
 
 // outboxBranch selects (seq, rcpt) of the caller's sent mail; with
 // skipInbox it leaves out what the personal inbox branch already shows.
