@@ -141,17 +141,37 @@ func BenchmarkListInbox(b *testing.B) {
 func ptr[T any](v T) *T { return &v }
 
 // BenchmarkDrain is mark_read({all: true}) over 100,000 unread messages:
-// snapshot, one set-based mark, commit, read back.
+// snapshot, one set-based mark, commit, read back. roles is the same over
+// a role queue of 100,000 that bob holds (includeRoles).
 func BenchmarkDrain(b *testing.B) {
-	for _, n := range []int{100_000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	const n = 100_000
+	for _, roles := range []bool{false, true} {
+		name := fmt.Sprint(n)
+		if roles {
+			name = "roles-" + name
+		}
+		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				e := newBenchEnv(b)
-				e.seed(b, n)
+				if roles {
+					if err := e.s.GrantRole(context.Background(), "bob", "ops"); err != nil {
+						b.Fatal(err)
+					}
+					for range n / 10_000 {
+						if err := e.s.SendMany(e.alice, benchDraft(b, "role:ops"), 10_000); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := e.s.Analyze(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					e.seed(b, n)
+				}
 				cpu := serverCPU(b)
 				b.StartTimer()
-				rc, err := e.s.MarkAllRead(e.bob, "", false)
+				rc, err := e.s.MarkAllRead(e.bob, "", roles)
 				if err != nil || rc.DurableCount != n || rc.Status != "read" {
 					b.Fatalf("%+v %v", rc, err)
 				}
