@@ -65,6 +65,10 @@ type Options struct {
 	// /healthz, /metrics).
 	Handler http.Handler
 	Logger  *slog.Logger
+
+	// sdkResults has tool results encoded as before result.go, by the
+	// go-sdk alone: tests compare the two byte for byte.
+	sdkResults bool
 }
 
 // Observer is told about tool calls as they finish. It must be safe for
@@ -165,6 +169,9 @@ func (s *Server) MCPServer() *gomcp.Server {
 		Instructions: "mailroom is your mailbox: addressed messages between agents and humans, with read state and threads. " +
 			"Check list_messages({unreadOnly: true}) at the start of a session, reply with add_message({inReplyTo}), and clear handled mail with mark_read.",
 	})
+	if !s.opts.sdkResults {
+		srv.AddReceivingMiddleware(plainResults)
+	}
 	s.mu.Lock()
 	s.built = append(s.built, srv)
 	s.mu.Unlock()
@@ -298,7 +305,11 @@ func (s *Server) call(ctx context.Context, req *gomcp.CallToolRequest, declared 
 	if noticeTools[req.Params.Name] {
 		content = append(content, &gomcp.TextContent{Text: mailroom.TrustNotice})
 	}
-	return &gomcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(b)}
+	sc := structured(out, b)
+	if s.opts.sdkResults {
+		sc = json.RawMessage(b)
+	}
+	return &gomcp.CallToolResult{Content: content, StructuredContent: sc}
 }
 
 func (s *Server) fail(req *gomcp.CallToolRequest, err error) *gomcp.CallToolResult {
