@@ -40,7 +40,7 @@ type plainText struct {
 // that newer protocol versions (2026-07-28) carry. Any other shape (input
 // requests, a request state, a field a later go-sdk adds) is left to the
 // go-sdk.
-var (
+const (
 	restNone     = `{"content":[]}`
 	restComplete = `{"content":[],"resultType":"complete"}`
 )

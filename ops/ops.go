@@ -7,6 +7,7 @@ package ops
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,22 @@ type Metrics struct {
 	deliveries prometheus.Counter
 	drains     prometheus.Counter
 	drained    prometheus.Counter
+	byTool     sync.Map // tool name -> *toolSeries
+}
+
+// toolSeries are one tool's series, looked up once: WithLabelValues hashes
+// the labels and takes a lock on every call.
+type toolSeries struct {
+	calls   prometheus.Counter
+	latency prometheus.Observer
+}
+
+func (m *Metrics) series(tool string) *toolSeries {
+	if v, ok := m.byTool.Load(tool); ok {
+		return v.(*toolSeries)
+	}
+	v, _ := m.byTool.LoadOrStore(tool, &toolSeries{calls: m.calls.WithLabelValues(tool), latency: m.latency.WithLabelValues(tool)})
+	return v.(*toolSeries)
 }
 
 // NewMetrics returns metrics on a fresh registry, with the Go runtime and
@@ -60,15 +77,15 @@ func NewMetrics() *Metrics {
 // (and a rate() has a baseline) before its first call.
 func (m *Metrics) Tools(names []string) {
 	for _, n := range names {
-		m.calls.WithLabelValues(n)
-		m.latency.WithLabelValues(n)
+		m.series(n)
 	}
 }
 
 // ToolCall records one tool call; code is "" on success, else the error code.
 func (m *Metrics) ToolCall(tool string, d time.Duration, code string) {
-	m.calls.WithLabelValues(tool).Inc()
-	m.latency.WithLabelValues(tool).Observe(d.Seconds())
+	ts := m.series(tool)
+	ts.calls.Inc()
+	ts.latency.Observe(d.Seconds())
 	if code != "" {
 		m.errors.WithLabelValues(tool, code).Inc()
 	}
