@@ -227,12 +227,9 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		}
 		rj := jsonStrings(roles)
 		// Personal deliveries are counted from mailbox_count (a few rows per
-		// recipient, kept by triggers in every write transaction); the role
-		// branch is counted as List builds it: role deliveries are shared by
-		// a role's holders, and which of them reach the caller depends on
-		// the caller's other deliveries, roles and deletions.
-		const unreadCond = ` AND d.archived_at IS NULL AND d.read_at IS NULL`
-		const sums = `count(*), coalesce(sum(m.priority = 'high'), 0), coalesce(sum(m.priority = 'normal'), 0), coalesce(sum(m.priority = 'low'), 0), min(m.seq)`
+		// recipient, kept in every write transaction), role deliveries from
+		// role_count with the caller's candidates counted exactly
+		// (sqlite/counts.go).
 		type pass struct {
 			n, high, normal, low, human int
 			oldest                      sql.NullInt64
@@ -254,11 +251,13 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 				return err
 			}
 		}
-		roleUnread := inboxBranches(unreadCond, "")[1]
-		if err := tx.QueryRowContext(ctx, `SELECT `+sums+`, coalesce(sum(m.sender_id IN (SELECT id FROM identity WHERE kind = 'human')), 0)
-			FROM (`+roleUnread+`) b CROSS JOIN message m ON m.seq = b.seq`, me.ID, rj).
-			Scan(&r.n, &r.high, &r.normal, &r.low, &r.oldest, &r.human); err != nil {
-			return err
+		if len(roles) > 0 {
+			if err := roleStatus(ctx, tx, me.ID, roles, &r.n, &r.high, &r.normal, &r.low, &r.human, &st.Archived); err != nil {
+				return err
+			}
+			if r.oldest, err = oldestRoleUnread(ctx, tx, me.ID, roles); err != nil {
+				return err
+			}
 		}
 		u := &st.Unread
 		u.Total, u.Direct, u.Broadcast, u.Role = p.n+r.n, p.n-broadcast, broadcast, r.n
@@ -276,17 +275,12 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			t := parseTS(at)
 			st.OldestUnreadAt = &t
 		}
-		archived := inboxBranches(` AND d.archived_at IS NOT NULL`, "")[1]
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+archived+`)`, me.ID, rj).Scan(&st.Archived); err != nil {
-			return err
-		}
 		st.Archived += personalArchived
-		// Per role: the unread role-queue mail addressed to it, from the
-		// role branch alone (role deliveries are few beside an inbox).
-		to := inboxBranches(unreadCond, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?3)`)[1]
+		// Per role: the unread role-queue mail addressed to it, shown
+		// through any role the caller holds.
 		for _, r := range roles {
 			rc := mailroom.RoleCount{Role: "role:" + r}
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+to+`)`, me.ID, rj, rc.Role).Scan(&rc.Unread); err != nil {
+			if rc.Unread, err = roleAddressedUnread(ctx, tx, me.ID, rj, r); err != nil {
 				return err
 			}
 			st.Roles = append(st.Roles, rc)

@@ -292,12 +292,18 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		} else {
 			var count strings.Builder
 			count.WriteString(`SELECT 0`)
+			inbox := f.Box != mailroom.BoxOutbox
 			for i, p := range parts {
-				if i == 0 && f.Box != mailroom.BoxOutbox && counted(f) {
+				switch {
+				case i == 0 && inbox && counted(f):
 					count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
-					continue
+				case i == 1 && inbox && len(roles) > 0 && counted(f):
+					// The role branches, split per role, are counted at once.
+					count.WriteString(` + ` + roleTotal(countKeys(f, `'role'`, via, priority), dcond, mcond))
+				case i > 0 && i <= len(roles) && inbox && counted(f):
+				default:
+					count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 				}
-				count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 			}
 			// The count and page queries vary with the filters: the common
 			// shapes are kept prepared, the rest run unprepared.
@@ -369,7 +375,14 @@ func counted(f mailroom.ListFilter) bool {
 // conditions, summed from mailbox_count (?1 is the reader's id; via and
 // priority are the parameters of f's Via and Priority).
 func personalCount(f mailroom.ListFilter, via, priority string) string {
-	q := `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1`
+	return `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1` + countKeys(f, `via`, via, priority)
+}
+
+// countKeys are the conditions on a count table's keys that select the
+// deliveries f lists; viaCol is the table's route (a column, or the one
+// route it counts).
+func countKeys(f mailroom.ListFilter, viaCol, via, priority string) string {
+	q := ``
 	if f.ArchivedOnly {
 		q += ` AND archived = 1`
 	} else if !f.IncludeArchived {
@@ -379,7 +392,7 @@ func personalCount(f mailroom.ListFilter, via, priority string) string {
 		q += ` AND unread = 1`
 	}
 	if via != "" {
-		q += ` AND via = ` + via
+		q += ` AND ` + viaCol + ` = ` + via
 	}
 	if priority != "" {
 		q += ` AND priority = ` + priority

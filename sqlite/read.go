@@ -328,11 +328,16 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		// when asked; the withheld ones are only counted.
 		unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
 		branches := inboxBranches(unread, "")
-		if !includeRoles {
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&rc.WithheldRoleCount); err != nil {
+		if !includeRoles && len(roles) > 0 {
+			// Counted, not walked: all unread role mail, less what came
+			// after the watermark (the queue's newest few).
+			const unreadAll = ` AND d.read_at IS NULL AND d.archived_at IS NULL`
+			newer := inboxBranches(unreadAll+` AND ?3 >= 0 AND d.message_seq > ?3`, "")[1]
+			if err := tx.QueryRowContext(ctx, `SELECT `+roleTotal(` AND archived = 0 AND unread = 1`, unreadAll, "")+` - (SELECT count(*) FROM (`+newer+`))`,
+				me.ID, rj, limit).Scan(&rc.WithheldRoleCount); err != nil {
 				return err
 			}
-		} else {
+		} else if includeRoles {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&n, &role); err != nil {
 				return err
@@ -373,8 +378,15 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		}
 		at := ts(tx.now())
 		if markedRole != "[]" {
-			// Role deliveries are not in the counts; who read one is shown.
+			// Who read a role delivery is shown.
+			const in = `IN (SELECT value FROM json_each(?))`
+			if err := roleCounter().out(ctx, tx, in, markedRole); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, at, me.ID, markedRole); err != nil {
+				return err
+			}
+			if err := roleCounter().in(ctx, tx, in, markedRole); err != nil {
 				return err
 			}
 		}
@@ -471,13 +483,13 @@ func markCounted(ctx context.Context, tx *ptx, me int64, at, marked string) erro
 		return nil
 	}
 	const in = `IN (SELECT value FROM json_each(?))`
-	if err := countOut(ctx, tx, in, marked); err != nil {
+	if err := personalCounter().out(ctx, tx, in, marked); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, markPersonal, at, me, marked); err != nil {
 		return err
 	}
-	return countIn(ctx, tx, in, marked)
+	return personalCounter().in(ctx, tx, in, marked)
 }
 
 // failMarks runs the FailMark test hook over each snapshot item, as the
