@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -114,4 +115,96 @@ func TestCountsMigrationBackfillsExistingMail(t *testing.T) {
 	if err != nil || st.Unread.Total != 15 || st.Archived != 5 {
 		t.Fatalf("status after the backfill: %+v archived %d %v", st.Unread, st.Archived, err)
 	}
+}
+
+// A database from before migration 0010 gets its role counts and
+// candidates from the migration's backfill: the same rows the triggers
+// would have kept, and counts that match a recount and a walk.
+func TestRoleCountsMigrationBackfillsExistingMail(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := open(t, path, sqlite.Options{})
+	alice, bob, carol := agent(t, s, "alice"), agent(t, s, "bob"), agent(t, s, "carol")
+	for _, g := range [][2]string{{"bob", "ops"}, {"bob", "triage"}, {"carol", "ops"}} {
+		if err := s.GrantRole(ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(from context.Context, to ...string) string {
+		t.Helper()
+		r, err := s.Send(from, draftTo(t, to...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.MessageID
+	}
+	send(alice, "role:ops")
+	send(alice, "role:ops", "role:triage") // later delivery: triage
+	send(alice, "role:ops", "@bob")        // bob's personal copy
+	send(bob, "role:ops")                  // bob's own send
+	deleted := send(carol, "role:triage")
+	if _, err := s.Delete(bob, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMany(alice, draftTo(t, "role:ops"), 5); err != nil {
+		t.Fatal(err)
+	}
+	want, err := sqlite.RoleCandidates(ctx, s)
+	if err != nil || len(want) < 5 {
+		t.Fatalf("candidates before: %v %v", want, err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TRIGGER delivery_role_count_insert`, `DROP TRIGGER delivery_role_count_delete`,
+		`DROP TABLE role_count`, `DROP TABLE role_hint`, `DROP TABLE role_later`, `DROP INDEX delivery_role_unread`,
+		`DELETE FROM sqlite_stat1 WHERE tbl IN ('role_count', 'role_hint', 'role_later') OR idx = 'delivery_role_unread'`,
+		`DELETE FROM schema_migration WHERE version = 10`,
+		// Role mail read and archived before the upgrade.
+		`UPDATE delivery SET read_at = delivered_at, read_by = recipient_id WHERE id IN (SELECT id FROM delivery WHERE role = 'ops' ORDER BY id LIMIT 2)`,
+		`UPDATE delivery SET archived_at = delivered_at WHERE id IN (SELECT id FROM delivery WHERE role = 'ops' ORDER BY id DESC LIMIT 1)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s = open(t, path, sqlite.Options{})
+	checkNoMismatch(t, s, "after the backfill")
+	got, err := sqlite.RoleCandidates(ctx, s)
+	if err != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("candidates after the backfill:\n%v\nwant (kept by the triggers):\n%v\n%v", got, want, err)
+	}
+	st, err := s.Status(bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := mailroom.ListInput{UnreadOnly: true, Via: mailroom.ViaRole, Limit: ptr(100)}.Filter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.List(bob, f)
+	if err != nil || st.Unread.Role != len(p.Messages) || p.TotalCount != len(p.Messages) {
+		t.Fatalf("bob's unread role mail: status %d, totalCount %d, listed %d %v", st.Unread.Role, p.TotalCount, len(p.Messages), err)
+	}
+	// Four of the bulk five: alice's first two ops messages are read (the
+	// two-role one shown through ops), ops+@bob is bob's personally, his
+	// own send is his, the triage one deleted, the last bulk one archived.
+	if len(p.Messages) != 4 {
+		t.Errorf("bob lists %d unread role messages, want 4", len(p.Messages))
+	}
+}
+
+
+func draftTo(t *testing.T, to ...string) mailroom.Draft {
+	t.Helper()
+	d, err := mailroom.SendInput{To: to, Subject: "s", Body: "b"}.Draft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.OriginSessionID = "SESSION:test"
+	return d
 }

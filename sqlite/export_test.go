@@ -48,17 +48,37 @@ func WatchChecks(s *Store) int64 { return s.watchChecks.Load() }
 // connection and file watch).
 func Watching(s *Store) bool { return s.watching.Load() }
 
-// CountMismatches recounts every recipient's personal deliveries and
-// returns the mailbox_count rows that differ from the recount.
+// CountMismatches recounts every recipient's personal deliveries and every
+// role's deliveries and returns the mailbox_count and role_count rows that
+// differ from the recount.
 func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `WITH recount AS (
+	return strs(ctx, s, `WITH recount AS (
 			SELECT d.recipient_id, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, d.via, m.priority, s.kind = 'human' AS human, count(*) AS n
 			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
 			WHERE d.recipient_id IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6),
-		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0)
+		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0),
+		rrecount AS (
+			SELECT d.role, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, m.priority, s.kind = 'human' AS human, count(*) AS n
+			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
+			WHERE d.role IS NOT NULL GROUP BY 1, 2, 3, 4, 5),
+		rkept AS (SELECT role, archived, unread, priority, human, n FROM role_count WHERE n <> 0)
 		SELECT 'kept ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM kept EXCEPT SELECT * FROM recount)
 		UNION ALL
-		SELECT 'recount ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM recount EXCEPT SELECT * FROM kept)`)
+		SELECT 'recount ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM recount EXCEPT SELECT * FROM kept)
+		UNION ALL
+		SELECT 'kept role ' || role || ' ' || archived || unread || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM rkept EXCEPT SELECT * FROM rrecount)
+		UNION ALL
+		SELECT 'recount role ' || role || ' ' || archived || unread || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM rrecount EXCEPT SELECT * FROM rkept)`)
+}
+
+// RoleCandidates lists the rows of role_hint and role_later.
+func RoleCandidates(ctx context.Context, s *Store) ([]string, error) {
+	return strs(ctx, s, `SELECT 'hint ' || identity_id || ' ' || message_seq FROM role_hint
+		UNION ALL SELECT 'later ' || role || ' ' || message_seq FROM role_later ORDER BY 1`)
+}
+
+func strs(ctx context.Context, s *Store, q string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
