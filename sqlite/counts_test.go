@@ -198,7 +198,6 @@ func TestRoleCountsMigrationBackfillsExistingMail(t *testing.T) {
 	}
 }
 
-
 func draftTo(t *testing.T, to ...string) mailroom.Draft {
 	t.Helper()
 	d, err := mailroom.SendInput{To: to, Subject: "s", Body: "b"}.Draft(0)
