@@ -13,7 +13,7 @@ import (
 // BenchmarkSeededInbox lists agent-0's inbox in a store made by `mailroom
 // bench seed` (MAILROOM_BENCH_DB names the file; skipped without it), in
 // process: the first page, unread only, a selective and a worst-case
-// full-text query, and a cursor page deep in the inbox.
+// full-text query, a cursor page deep in the inbox, and mailbox_status.
 func BenchmarkSeededInbox(b *testing.B) {
 	path := os.Getenv("MAILROOM_BENCH_DB")
 	if path == "" {
@@ -62,6 +62,15 @@ func BenchmarkSeededInbox(b *testing.B) {
 			}
 		})
 	}
+	// agent-0 holds role:reviewer, whose queue is a tenth of the store:
+	// mailbox_status counts it.
+	b.Run("status", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Status(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

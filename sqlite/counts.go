@@ -94,54 +94,73 @@ func recount(ctx context.Context, tx *ptx, recipient int64) error {
 	return personalCounter().in(ctx, tx, `IN (SELECT id FROM delivery WHERE recipient_id = ?)`, recipient)
 }
 
-// roleCandidates selects the ids of the role deliveries that may be hidden
-// from the caller ?1, who holds the roles ?2 (JSON): those of messages it
-// sent, got personally or deleted, and those that are not their message's
-// first role delivery (migration 0010). Every other role delivery of its
-// roles is in its inbox, shown through itself.
-const roleCandidates = `SELECT c.id FROM delivery c WHERE c.role IN (SELECT value FROM json_each(?2)) AND c.message_seq IN (
-		SELECT message_seq FROM role_hint WHERE identity_id = ?1 UNION ALL SELECT message_seq FROM message_deleted WHERE identity_id = ?1)
-	UNION SELECT c.id FROM role_later l JOIN delivery c ON c.role = l.role AND c.message_seq = l.message_seq
-		WHERE l.role IN (SELECT value FROM json_each(?2))`
+// The role deliveries that may be hidden from a holder, the candidates
+// (migration 0010), selected by id for the caller ?1 holding the roles ?2
+// (JSON), in two disjoint sets:
+//
+//   - roleHinted: deliveries of messages the caller sent, got personally or
+//     deleted. Each is hidden from it: a personal copy goes only when the
+//     message is deleted, and a deletion is for good. The one exception is
+//     a handoff it sent to its own next session (ownSuccessorRole).
+//   - roleLater: the other ones that are not their message's first role
+//     delivery, shown unless an older one is in another of its roles.
+//
+// Every other role delivery of its roles is in its inbox, shown through
+// itself, so counts of the role branch are role_count's, with the
+// candidates' own states taken out and the unsure ones (roleUnsure) put
+// back where the branch shows them. The cost grows with the caller's own
+// sends, copies and deletions of role mail and its multi-role mail, not
+// with its role queues (0.1 s for a queue of 100,000 before).
+const (
+	roleHintedSeqs = `SELECT message_seq FROM role_hint WHERE identity_id = ?1 UNION ALL SELECT message_seq FROM message_deleted WHERE identity_id = ?1`
+	roleHinted     = `SELECT c.id FROM delivery c WHERE c.role IN (SELECT value FROM json_each(?2)) AND c.message_seq IN (` + roleHintedSeqs + `)`
+	roleLater      = `SELECT c.id FROM role_later l JOIN delivery c ON c.role = l.role AND c.message_seq = l.message_seq
+		WHERE l.role IN (SELECT value FROM json_each(?2))
+		AND NOT EXISTS (SELECT 1 FROM role_hint h WHERE h.identity_id = ?1 AND h.message_seq = l.message_seq)
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = l.message_seq)`
+	roleCandidates = roleHinted + ` UNION ALL ` + roleLater
+	ownSuccessor   = `('next-session-of-' || (SELECT name FROM identity WHERE id = ?1 AND kind = 'agent'))` // ownSuccessorRole("?1")
+	roleUnsure     = roleLater + ` UNION ALL SELECT c.id FROM delivery c WHERE c.role = ` + ownSuccessor + `
+		AND c.role IN (SELECT value FROM json_each(?2)) AND c.message_seq IN (` + roleHintedSeqs + `)`
+)
 
 // roleTotal is an expression for the number of rows of the caller's role
 // branch (inboxBranches) under the conditions dcond and mcond, which keys
-// states in role_count's terms: the counts of its roles' deliveries, with
-// the candidates' own states taken out and the candidates the branch shows
-// put back. It costs what the caller's candidates cost, not a pass over its
-// role queues (0.1 s for a queue of 100,000).
+// states in role_count's terms.
 func roleTotal(keys, dcond, mcond string) string {
 	return `((SELECT coalesce(sum(n), 0) FROM role_count WHERE role IN (SELECT value FROM json_each(?2))` + keys + `)
-		- (SELECT count(*) ` + candidateFrom + ` WHERE 1` + dcond + mcond + `)
-		+ (SELECT count(*) FROM (` + fromCandidates(inboxBranches(dcond, mcond)[1], roleCandidates) + `)))`
+		- (SELECT count(*) ` + candidateFrom(roleCandidates) + ` WHERE 1` + dcond + mcond + `)
+		+ (SELECT count(*) FROM (` + fromCandidates(inboxBranches(dcond, mcond)[1], roleUnsure) + `)))`
 }
 
-// candidateFrom reads the candidates' deliveries d and messages m.
-const candidateFrom = `FROM (` + roleCandidates + `) cc CROSS JOIN delivery d NOT INDEXED ON d.id = cc.id JOIN message m ON m.seq = d.message_seq`
+// candidateFrom reads the deliveries d that src selects (by id) and their
+// messages m. The CROSS JOIN keeps that order: once a store is analyzed,
+// SQLite would rather scan an index of every archived or unread delivery
+// and filter it by the list.
+func candidateFrom(src string) string {
+	return `FROM (` + src + `) cc CROSS JOIN delivery d NOT INDEXED ON d.id = cc.id JOIN message m ON m.seq = d.message_seq`
+}
 
 // fromCandidates rewrites a role branch of inboxBranches to read only the
-// deliveries that src selects (by id). The CROSS JOIN keeps that order:
-// once a store is analyzed, SQLite would rather scan an index of every
-// archived or unread delivery and filter it by the list.
+// deliveries that src selects.
 func fromCandidates(branch, src string) string {
 	const from = `FROM delivery d JOIN message m ON m.seq = d.message_seq`
 	if !strings.Contains(branch, from) {
 		panic("sqlite: fromCandidates: not a role branch")
 	}
-	return strings.Replace(branch, from, `FROM (`+src+`) cc CROSS JOIN delivery d NOT INDEXED ON d.id = cc.id JOIN message m ON m.seq = d.message_seq`, 1)
+	return strings.Replace(branch, from, candidateFrom(src), 1)
 }
 
 // roleStatus counts the caller's role branch for mailbox_status: unread
 // (unarchived) mail in all, by priority and from humans, and archived mail,
-// in one statement that sums role_count's rows of its roles, takes each
-// candidate out under its own state and puts back those the branch shows.
+// in one statement.
 func roleStatus(ctx context.Context, tx *ptx, me int64, roles []string, n, high, normal, low, human, archived *int) error {
 	const keys = `d.archived_at IS NOT NULL, d.read_at IS NULL, m.priority, s.kind = 'human'`
 	const unread = `archived = 0 AND unread = 1`
 	return tx.QueryRowContext(ctx, `WITH k (archived, unread, priority, human, n) AS (
 			SELECT archived, unread, priority, human, n FROM role_count WHERE role IN (SELECT value FROM json_each(?2))
-			UNION ALL SELECT `+keys+`, -1 `+candidateFrom+` JOIN identity s ON s.id = m.sender_id
-			UNION ALL SELECT `+keys+`, 1 FROM (`+fromCandidates(inboxBranches("", "")[1], roleCandidates)+`) b
+			UNION ALL SELECT `+keys+`, -1 `+candidateFrom(roleCandidates)+` JOIN identity s ON s.id = m.sender_id
+			UNION ALL SELECT `+keys+`, 1 FROM (`+fromCandidates(inboxBranches("", "")[1], roleUnsure)+`) b
 				CROSS JOIN delivery d ON d.id = b.did JOIN message m ON m.seq = b.seq JOIN identity s ON s.id = m.sender_id)
 		SELECT coalesce(sum(n) FILTER (WHERE `+unread+`), 0),
 			coalesce(sum(n) FILTER (WHERE `+unread+` AND priority = 'high'), 0), coalesce(sum(n) FILTER (WHERE `+unread+` AND priority = 'normal'), 0),
@@ -171,20 +190,36 @@ func oldestRoleUnread(ctx context.Context, tx *ptx, me int64, roles []string) (s
 	return oldest, nil
 }
 
-// roleAddressedUnread counts the unread, unarchived mail of the caller's
-// role branch that is addressed to role (shown through any role it holds):
-// role's unread count, with its candidates taken out and the messages of
-// its candidates counted exactly. A message of another candidate-free role
-// delivery of role is shown through that delivery, by its own state.
-func roleAddressedUnread(ctx context.Context, tx *ptx, me int64, rolesJSON, role string) (int, error) {
+// roleAddressedUnread counts, for each role the caller holds, the unread,
+// unarchived mail of its role branch addressed to that role, shown through
+// any role it holds: the role's unread count, with its candidates taken
+// out and put back for each whose message the branch shows unread. Only a
+// message with an unsure delivery can be shown once one of its role
+// deliveries is a candidate.
+func roleAddressedUnread(ctx context.Context, tx *ptx, me int64, roles []string) (map[string]int, error) {
 	const unread = ` AND d.archived_at IS NULL AND d.read_at IS NULL`
-	// The role deliveries of messages with a candidate delivery to role.
-	const deliveries = `SELECT o.id FROM (` + roleCandidates + `) rc CROSS JOIN delivery r NOT INDEXED ON r.id = rc.id
-		CROSS JOIN delivery o ON o.message_seq = r.message_seq WHERE r.role = ?3 AND o.role IS NOT NULL`
-	to := fromCandidates(inboxBranches(unread, ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ?4)`)[1], deliveries)
-	var n int
-	err := tx.QueryRowContext(ctx, `SELECT (SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?3 AND archived = 0 AND unread = 1)
-		- (SELECT count(*) `+candidateFrom+` WHERE d.role = ?3`+unread+`)
-		+ (SELECT count(*) FROM (`+to+`))`, me, rolesJSON, role, "role:"+role).Scan(&n)
-	return n, err
+	shown := inboxBranches(unread+` AND d.message_seq = r.message_seq`, "")[1]
+	rows, err := tx.QueryContext(ctx, `WITH cand (id, later) AS MATERIALIZED (
+			SELECT id, 0 FROM (`+roleHinted+`) UNION ALL SELECT id, 1 FROM (`+roleLater+`))
+		SELECT role, sum(n) FROM (
+			SELECT role, n FROM role_count WHERE role IN (SELECT value FROM json_each(?2)) AND archived = 0 AND unread = 1
+			UNION ALL SELECT d.role, -1 FROM cand CROSS JOIN delivery d NOT INDEXED ON d.id = cand.id WHERE 1`+unread+`
+			UNION ALL SELECT r.role, 1 FROM cand CROSS JOIN delivery r NOT INDEXED ON r.id = cand.id
+				WHERE (cand.later OR EXISTS (SELECT 1 FROM delivery z WHERE z.role = `+ownSuccessor+` AND z.message_seq = r.message_seq))
+				AND EXISTS (`+shown+`))
+		GROUP BY role`, me, jsonStrings(roles))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var role string
+		var n int
+		if err := rows.Scan(&role, &n); err != nil {
+			return nil, err
+		}
+		out[role] = n
+	}
+	return out, rows.Err()
 }

@@ -198,7 +198,7 @@ func TestRoleCountsMigrationBackfillsExistingMail(t *testing.T) {
 	}
 }
 
-func draftTo(t *testing.T, to ...string) mailroom.Draft {
+func draftTo(t testing.TB, to ...string) mailroom.Draft {
 	t.Helper()
 	d, err := mailroom.SendInput{To: to, Subject: "s", Body: "b"}.Draft(0)
 	if err != nil {

@@ -278,12 +278,12 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 		st.Archived += personalArchived
 		// Per role: the unread role-queue mail addressed to it, shown
 		// through any role the caller holds.
+		addressed, err := roleAddressedUnread(ctx, tx, me.ID, roles)
+		if err != nil {
+			return err
+		}
 		for _, r := range roles {
-			rc := mailroom.RoleCount{Role: "role:" + r}
-			if rc.Unread, err = roleAddressedUnread(ctx, tx, me.ID, rj, r); err != nil {
-				return err
-			}
-			st.Roles = append(st.Roles, rc)
+			st.Roles = append(st.Roles, mailroom.RoleCount{Role: "role:" + r, Unread: addressed[r]})
 		}
 		st.Watermark, err = watermark(ctx, tx, me.ID, rj)
 		return err

@@ -300,7 +300,7 @@ func hotPath(t *testing.T, s *sqlite.Store, m mailbox) {
 	}
 }
 
-func agent(t *testing.T, s *sqlite.Store, name string) context.Context {
+func agent(t testing.TB, s *sqlite.Store, name string) context.Context {
 	t.Helper()
 	id, err := s.EnsureAgent(context.Background(), name)
 	if err != nil {
