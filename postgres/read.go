@@ -344,7 +344,8 @@ var drainSQL = callerArgs + `,
 		FROM (` + inboxBranches(drainUnread, "")[1] + `) w
 		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
-	k AS (SELECT recipient, via, priority, human, count(*) AS n FROM (SELECT * FROM p UNION ALL SELECT * FROM r) u GROUP BY 1, 2, 3, 4),
+	k AS (SELECT $1::bigint AS recipient, via, priority, human, count(*) AS n FROM p GROUP BY 2, 3, 4
+		UNION ALL SELECT recipient, via, priority, human, count(*) FROM r GROUP BY 1, 2, 3, 4),
 	c AS (INSERT INTO mailbox_count AS c (recipient, archived, unread, via, priority, human, n)
 		SELECT k.recipient, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END
 		FROM k CROSS JOIN (VALUES (true), (false)) AS s (unread) ORDER BY 1, 3, 4, 5, 6
