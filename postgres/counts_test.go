@@ -348,6 +348,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 			in.Cursor = p.NextCursor
 		}
 	}
+	throughs := 0
 	for _, who := range []string{"bob", "carol"} {
 		st, err := s.Status(as(who))
 		if err != nil {
@@ -362,12 +363,26 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 			}
 		}
 		// A drain without the role queues says how many it left (counted
-		// like the status) and leaves them.
+		// like the status), through a message or not, and leaves them.
+		f, _ := mailroom.ListInput{Via: "role", UnreadOnly: true, Limit: ptr(2)}.Filter()
+		p, err := s.List(as(who), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Messages) == 2 {
+			throughs++
+			if rc, err := s.MarkAllRead(as(who), p.Messages[1].MessageID, false); err != nil || rc.WithheldRoleCount != st.Unread.Role-1 {
+				t.Errorf("%s: drain through the second newest role message %+v %v, unread.role %d", who, rc, err, st.Unread.Role)
+			}
+		}
 		if rc, err := s.MarkAllRead(as(who), "", false); err != nil || rc.WithheldRoleCount != st.Unread.Role {
 			t.Errorf("%s: drain %+v %v, unread.role %d", who, rc, err, st.Unread.Role)
 		}
 		if after, err := s.Status(as(who)); err != nil || after.Unread.Total != st.Unread.Role || after.Unread.Role != st.Unread.Role {
 			t.Errorf("%s: after the drain %+v %v, unread.role before %d", who, after.Unread, err, st.Unread.Role)
 		}
+	}
+	if throughs == 0 {
+		t.Error("no holder had two unread role messages to drain through")
 	}
 }

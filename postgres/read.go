@@ -329,8 +329,9 @@ type drained struct {
 // queues' (the role branch of inboxBranches); it returns one row per
 // mailbox marked (recipient, count, lowest and highest seq) and a row
 // with a NULL recipient counting the role deliveries left alone (from the
-// role queues' counters, as mailbox_status counts them, unless a seq
-// bounds the drain). Both
+// role queues' counters, as mailbox_status counts them, less those after
+// the drain's seq: mail since the caller's listing, each probed, so that
+// a generic plan cannot make it a hash join with every message). Both
 // updates and the count are parts of one statement: one snapshot. It
 // moves every delivery it marked (a personal one in the caller's counts, a
 // role one in its queue's) from the unread, unarchived counts to the read
@@ -353,9 +354,12 @@ var drainSQL = callerArgs + `,
 	ru AS (DELETE FROM role_unread x USING r WHERE x.recipient = r.recipient AND x.message_seq = r.message_seq)
 	SELECT u.recipient, count(*), min(u.message_seq), max(u.message_seq)
 		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT recipient, message_seq FROM r) u GROUP BY u.recipient
-	UNION ALL SELECT NULL, count(*), NULL, NULL FROM (` + inboxBranches(drainUnread, "")[1] + `) w WHERE NOT $6 AND $4::bigint >= 0
 	UNION ALL SELECT NULL, (SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = ANY($2) AND unread AND NOT archived)
-		- (SELECT count(*) FROM (` + roleHidden + ` AND d.read_at IS NULL AND d.archived_at IS NULL) h), NULL, NULL WHERE NOT $6 AND $4::bigint < 0`
+		- (SELECT count(*) FROM (` + roleHidden + ` AND d.read_at IS NULL AND d.archived_at IS NULL) h)
+		- (SELECT count(*) FROM delivery d CROSS JOIN LATERAL (SELECT m.sender_id FROM message m WHERE m.seq = d.message_seq OFFSET 0) m
+			WHERE d.recipient = ANY($2) AND d.read_at IS NULL AND d.archived_at IS NULL AND $4::bigint >= 0 AND d.message_seq > $4::bigint
+			AND ` + roleVisibleProbes + `),
+		NULL, NULL WHERE NOT $6`
 
 // drainUnread is what a drain marks, on a delivery d.
 const drainUnread = ` AND d.read_at IS NULL AND d.archived_at IS NULL AND ($4::bigint < 0 OR d.message_seq <= $4::bigint)`
