@@ -112,8 +112,7 @@ func perRequestProtocol(req gomcp.Request) bool {
 // toPlain converts r, or reports that it cannot be written the same way.
 func toPlain(r *gomcp.CallToolResult) (*plainResult, bool) {
 	// The result's other fields (resultType is unexported) are read by
-	// asking the go-sdk to write everything else: a few hundred
-	// nanoseconds, against tens of microseconds saved on the smallest result.
+	// asking the go-sdk to write everything else (about a microsecond).
 	rest := *r
 	rest.Meta, rest.Content, rest.StructuredContent, rest.IsError = nil, []gomcp.Content{}, nil, false
 	b, err := rest.MarshalJSON()
