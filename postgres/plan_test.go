@@ -1,0 +1,203 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom"
+	"github.com/mailroom/mailroom/postgres"
+	"github.com/mailroom/mailroom/postgres/pgtest"
+)
+
+// A role holder's mailbox_status and counted listings do as much work
+// with a role queue of 8,000 as with one of 1,000 (the holder's own
+// activity in the queue the same): every statement the calls run is
+// replayed under EXPLAIN ANALYZE and the rows its plan nodes produced or
+// filtered out are summed. A count over the queue, or a plan that walks it (a merge
+// anti-join over the holder's mailbox, a walk over read mail for the
+// oldest unread), produces thousands more.
+func TestRoleHolderCountsDoNotReadTheQueue(t *testing.T) {
+	calls := []struct {
+		name string
+		in   *mailroom.ListInput // nil: mailbox_status
+	}{
+		{"status", nil}, {"list", &mailroom.ListInput{}}, {"list unread", &mailroom.ListInput{UnreadOnly: true}},
+		{"list role", &mailroom.ListInput{Via: "role", IncludeArchived: true}}, {"list all high", &mailroom.ListInput{Box: "all", Priority: "high"}},
+	}
+	pages := func(queue int) map[string]int {
+		rec := &recorder{}
+		url := pgtest.URL(t)
+		s := open(t, url, postgres.Options{Tracer: rec})
+		ctx := context.Background()
+		ids := map[string]mailroom.Identity{}
+		for _, n := range []string{"alice", "bob", "carol"} {
+			id, err := s.EnsureAgent(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[n] = id
+		}
+		for _, r := range []string{"reviewer", "ops"} {
+			if err := s.GrantRole(ctx, "bob", r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		as := func(who string) context.Context { return mailroom.WithCaller(ctx, ids[who]) }
+		to := func(addrs ...string) mailroom.Draft {
+			d := draft(t, addrs[0])
+			for _, a := range addrs[1:] {
+				x, err := mailroom.ParseAddress(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.To = append(d.To, x)
+			}
+			return d
+		}
+		for _, m := range []struct {
+			from string
+			d    mailroom.Draft
+			n    int
+		}{
+			{"alice", to("role:reviewer"), queue},
+			{"alice", to("@bob"), 200},
+			{"bob", to("role:reviewer"), 10},           // his own
+			{"carol", to("role:reviewer", "@bob"), 10}, // also personal
+			{"carol", to("role:reviewer", "role:ops"), 10},
+			{"alice", to("role:reviewer"), 50}, // the newest, some deleted below
+		} {
+			if err := s.SendMany(as(m.from), m.d, m.n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, _ := mailroom.ListInput{Via: "role", Limit: ptr(10)}.Filter()
+		p, err := s.List(as("bob"), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range p.Messages {
+			if _, err := s.Delete(as("bob"), m.MessageID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Analyze(ctx); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, c := range calls {
+			rec.start()
+			if c.in == nil {
+				if _, err := s.Status(as("bob")); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				f, err := c.in.Filter()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.List(as("bob"), f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, q := range rec.stop() {
+				out[c.name] += work(t, s, q)
+			}
+		}
+		return out
+	}
+	small, large := pages(1_000), pages(8_000)
+	for _, c := range calls {
+		if small[c.name] == 0 || large[c.name] > small[c.name]+200 {
+			t.Errorf("%s: plan rows %d with a role queue of 1,000, %d with 8,000", c.name, small[c.name], large[c.name])
+		}
+	}
+	t.Logf("plan rows, queue of 1,000 / 8,000: %v / %v", small, large)
+}
+
+// recorder keeps the queries a store's connections run between start and
+// stop (pgx.QueryTracer).
+type recorder struct {
+	mu      sync.Mutex
+	on      bool
+	queries []pgx.TraceQueryStartData
+}
+
+func (r *recorder) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on, r.queries = true, nil
+}
+
+func (r *recorder) stop() []pgx.TraceQueryStartData {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on = false
+	return r.queries
+}
+
+func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on {
+		r.queries = append(r.queries, d)
+	}
+	return ctx
+}
+
+func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// work runs q under EXPLAIN ANALYZE in a read-only transaction and
+// returns the rows its plan's nodes produced or dropped, times their
+// loops: what a pass over a queue cannot hide (one index page holds
+// hundreds of entries, so pages read grow too slowly to tell).
+func work(t *testing.T, s *postgres.Store, q pgx.TraceQueryStartData) int {
+	t.Helper()
+	sql := strings.TrimSpace(q.SQL)
+	if l := strings.ToLower(sql); strings.HasPrefix(l, "begin") || strings.HasPrefix(l, "commit") || strings.HasPrefix(l, "rollback") {
+		return 0
+	}
+	args := []any{pgx.QueryExecModeExec}
+	for _, a := range q.Args {
+		if _, ok := a.(pgx.QueryExecMode); !ok {
+			args = append(args, a)
+		}
+	}
+	ctx := context.Background()
+	tx, err := s.Pool().BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var raw string
+	if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sql, args...).Scan(&raw); err != nil {
+		t.Fatalf("%v\n%s", err, sql)
+	}
+	var plan []struct{ Plan node }
+	if err := json.Unmarshal([]byte(raw), &plan); err != nil || len(plan) != 1 {
+		t.Fatalf("%v %s", err, raw)
+	}
+	return plan[0].Plan.rows()
+}
+
+type node struct {
+	Rows       float64 `json:"Actual Rows"`
+	Loops      float64 `json:"Actual Loops"`
+	Filtered   float64 `json:"Rows Removed by Filter"`
+	JoinFilter float64 `json:"Rows Removed by Join Filter"`
+	Recheck    float64 `json:"Rows Removed by Index Recheck"`
+	Plans      []node
+}
+
+// rows counts what each node produced and what it read and dropped.
+func (n node) rows() int {
+	r := int((n.Rows + n.Filtered + n.JoinFilter + n.Recheck) * n.Loops)
+	for _, c := range n.Plans {
+		r += c.rows()
+	}
+	return r
+}
