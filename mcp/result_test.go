@@ -19,12 +19,12 @@ import (
 // rawSession is a JSON-RPC connection to srv over a newline-delimited
 // stream: each call returns the line the server wrote, byte for byte.
 type rawSession struct {
-	t   *testing.T
+	t   testing.TB
 	in  *io.PipeWriter
 	out *bufio.Reader
 }
 
-func openRaw(t *testing.T, srv *gomcp.Server, protocol string) *rawSession {
+func openRaw(t testing.TB, srv *gomcp.Server, protocol string) *rawSession {
 	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
