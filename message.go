@@ -497,3 +497,11 @@ type ArchiveReceipt struct {
 func NotRecipient(messageID string) *Error {
 	return Errorf(EFORBIDDEN, "Not a recipient: %s", messageID)
 }
+
+// BulkSend is Copies copies of Draft sent by From: one entry of a store's
+// bulk path (seeding benchmarks and load tests), which no transport reaches.
+type BulkSend struct {
+	From   Identity
+	Draft  Draft
+	Copies int
+}

@@ -38,7 +38,13 @@ type BulkStore interface {
 	SendMany(ctx context.Context, d mailroom.Draft, n int) error
 }
 
-// Seed fills store through its bulk path (SendMany): varied
+// BatchStore is a bulk store that also takes many drafts in one call,
+// sharing transactions between them (sqlite.Store).
+type BatchStore interface {
+	SendBatch(ctx context.Context, sends []mailroom.BulkSend) error
+}
+
+// Seed fills store through its bulk path (SendBatch, or SendMany): varied
 // subjects and bodies, threads of replies, direct mail (most of it to
 // agent-0), broadcasts and role mail.
 func Seed(ctx context.Context, store BulkStore, o SeedOptions) error {
@@ -68,9 +74,34 @@ func Seed(ctx context.Context, store BulkStore, o SeedOptions) error {
 		return strings.Join(w, " ")
 	}
 	start, step := time.Now(), max(1, o.Messages/10)
+	// Drafts wait in pending until a thread root must be sent (replies
+	// name it) or there are enough of them; then they go in one call.
+	var pending []mailroom.BulkSend
+	pendingN, stored := 0, 0
+	flush := func() error {
+		var err error
+		if bs, ok := store.(BatchStore); ok {
+			err = bs.SendBatch(ctx, pending)
+		} else {
+			for _, b := range pending {
+				if err = store.SendMany(mailroom.WithCaller(ctx, b.From), b.Draft, b.Copies); err != nil {
+					break
+				}
+			}
+		}
+		pending, pendingN = pending[:0], 0
+		return err
+	}
+	progress := func(k int) {
+		if o.Progress != nil && (stored+k)/step != stored/step {
+			fmt.Fprintf(o.Progress, "seeded %d of %d messages in %v\n", stored+k, o.Messages, time.Since(start).Round(time.Millisecond))
+		}
+		stored += k
+	}
 	var thread string // a message the next replies join
 	var threadFrom mailroom.Identity
-	for done := 0; done < o.Messages; {
+	done := 0
+	for done < o.Messages {
 		k := min(o.Batch, o.Messages-done)
 		from := agents[1+rng.IntN(o.Agents-1)]
 		var to string
@@ -101,22 +132,36 @@ func Seed(ctx context.Context, store BulkStore, o SeedOptions) error {
 			return err
 		}
 		d.OriginSessionID = "SESSION:seed"
-		fctx := mailroom.WithCaller(ctx, from)
 		if rng.IntN(20) == 0 {
 			// A new thread root, sent on its own so that replies can name it.
-			r, err := store.Send(fctx, d)
+			if err := flush(); err != nil {
+				return err
+			}
+			progress(done - stored)
+			r, err := store.Send(mailroom.WithCaller(ctx, from), d)
 			if err != nil {
 				return err
 			}
 			thread, threadFrom = r.MessageID, from
 			k = 1
-		} else if err := store.SendMany(fctx, d, k); err != nil {
-			return err
-		}
-		if o.Progress != nil && (done+k)/step != done/step {
-			fmt.Fprintf(o.Progress, "seeded %d of %d messages in %v\n", done+k, o.Messages, time.Since(start).Round(time.Millisecond))
+			progress(1)
+		} else {
+			pending = append(pending, mailroom.BulkSend{From: from, Draft: d, Copies: k})
+			if pendingN += k; pendingN >= seedFlush {
+				if err := flush(); err != nil {
+					return err
+				}
+				progress(done + k - stored)
+			}
 		}
 		done += k
 	}
+	if err := flush(); err != nil {
+		return err
+	}
+	progress(done - stored)
 	return nil
 }
+
+// seedFlush is how many pending messages Seed sends in one call at most.
+const seedFlush = 10_000

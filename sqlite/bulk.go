@@ -2,72 +2,126 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/mailroom/mailroom"
 )
 
-// bulkChunk is how many messages SendMany commits per transaction: large
-// enough that commits cost nothing per message, small enough that the WAL
-// and the statements' arguments stay a few megabytes.
-const bulkChunk = 10_000
+// defaultBulkChunk is how many messages SendMany and SendBatch commit per
+// transaction: large enough that commits cost nothing per message, small
+// enough that the WAL and the statements' arguments stay a few megabytes.
+const defaultBulkChunk = 10_000
 
-// maxBulkVars bounds the parameters of one multi-row INSERT (SQLite allows
-// 32,766).
-const maxBulkVars = 30_000
+// bulkShapes are the row counts of the multi-row INSERTs the bulk path
+// runs: a table's rows go in as many statements of the first size as fit,
+// then of the next. Few fixed shapes stay prepared in the statement cache
+// across transactions (parsing a statement of thousands of rows cost more
+// than running it when every call prepared its own).
+var bulkShapes = [...]int{128, 16, 1}
 
 // SendMany stores n copies of d from the caller: the same rows, edges and
 // concept jobs as n calls of Send, committed every 10,000 messages. It exists
 // to seed large mailboxes for benchmarks and load tests; servers never call
 // it. The draft is resolved once per transaction and each table gets
-// multi-row INSERTs, so a million messages take about a minute.
+// multi-row INSERTs.
 func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 	me, err := mailroom.Sender(ctx, d)
 	if err != nil {
 		return err
 	}
-	for n > 0 {
-		k := min(n, bulkChunk)
-		err := s.write(ctx, func(tx *ptx) error {
-			p, err := planSend(ctx, tx, me, d)
-			if err != nil {
-				return err
+	return s.SendBatch(ctx, []mailroom.BulkSend{{From: me, Draft: d, Copies: n}})
+}
+
+// SendBatch stores the entries in order, each as SendMany would, but many
+// entries share a transaction (up to 10,000 messages; an entry may span
+// two): a seed of many small drafts commits, and indexes its full text, a
+// few hundred times per million messages instead of once per draft. An
+// error stops the batch; what earlier transactions stored stays.
+func (s *Store) SendBatch(ctx context.Context, sends []mailroom.BulkSend) error {
+	for _, b := range sends {
+		if _, err := mailroom.Sender(mailroom.WithCaller(ctx, b.From), b.Draft); err != nil {
+			return err
+		}
+	}
+	sends = slices.Clone(sends) // split below
+	for len(sends) > 0 {
+		var chunk []mailroom.BulkSend
+		for total := 0; len(sends) > 0 && total < s.bulkChunk; {
+			b := &sends[0]
+			if k := min(b.Copies, s.bulkChunk-total); k > 0 {
+				chunk = append(chunk, mailroom.BulkSend{From: b.From, Draft: b.Draft, Copies: k})
+				total += k
+				b.Copies -= k
 			}
-			tx.touchPlan(p)
-			return sendBulk(ctx, tx, me, d, p, k)
+			if b.Copies <= 0 {
+				sends = sends[1:]
+			}
+		}
+		if len(chunk) == 0 {
+			return nil
+		}
+		err := s.write(ctx, func(tx *ptx) error {
+			var first, last int64
+			for i, b := range chunk {
+				p, err := planSend(ctx, tx, b.From, b.Draft)
+				if err != nil {
+					return err
+				}
+				tx.touchPlan(p)
+				seq, err := sendBulk(ctx, tx, b.From, b.Draft, p, b.Copies)
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					first = seq
+				}
+				last = seq + int64(b.Copies) - 1
+			}
+			return indexBulk(ctx, tx, first, last)
 		})
 		if err != nil {
 			return err
 		}
-		n -= k
 	}
 	return nil
+}
+
+// indexBulk adds messages first..last to the full-text index, as Send
+// does each one, in one statement: FTS5 writes a segment per statement
+// (it flushes at each statement's savepoint), and every segment is merged
+// later.
+func indexBulk(ctx context.Context, tx *ptx, first, last int64) error {
+	_, err := tx.Tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body)
+		SELECT seq, subject, body FROM message WHERE seq BETWEEN ? AND ? ORDER BY seq`, first, last)
+	return err
 }
 
 // sendBulk writes k messages of one resolved draft: the rows sendPlanned
 // writes k times, in the same order per table, so the store assigns the
 // same keys (message seq, delivery id) as k single sends would.
-func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft, p sendPlan, k int) error {
+// It returns the first message's seq; the caller indexes the full text
+// (indexBulk).
+func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Draft, p sendPlan, k int) (int64, error) {
 	// The upserted nodes are the same for every copy: write them once.
 	for _, sid := range append([]string{d.OriginSessionID}, d.RelatedSessions...) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO session (id) VALUES (?) ON CONFLICT DO NOTHING`, sid); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, r := range p.roles {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO role (name) VALUES (?) ON CONFLICT DO NOTHING`, r); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, t := range d.RelatedTickets {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ticket (id) VALUES (?) ON CONFLICT DO NOTHING`, t); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, c := range d.Concepts {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO concept (id, name) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.Name); err != nil {
-			return err
+			return 0, err
 		}
 	}
 
@@ -90,13 +144,13 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 	if p.broadcast {
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM identity WHERE kind = 'agent' AND id <> ? ORDER BY id`, me.ID)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return err
+				return 0, err
 			}
 			if !seen[id] {
 				seen[id] = true
@@ -105,7 +159,7 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	for _, r := range p.roles {
@@ -114,7 +168,7 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 
 	var first int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM message`).Scan(&first); err != nil {
-		return err
+		return 0, err
 	}
 	var threads, messages, tos, deliveries, sessions, tickets, concepts, jobs []any
 	for i := range k {
@@ -149,7 +203,6 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 		}
 		jobs = append(jobs, seq, at)
 	}
-	last := first + int64(k) - 1
 	steps := []struct {
 		head string
 		cols int
@@ -165,56 +218,28 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 		{`INSERT INTO message_concept (message_seq, concept_id, source, rank) VALUES `, 4, concepts, ` ON CONFLICT DO NOTHING`},
 		{`INSERT INTO concept_job (message_seq, run_after) VALUES `, 2, jobs, ``},
 	}
-	prepared := map[string]*sql.Stmt{}
-	defer func() {
-		for _, st := range prepared {
-			st.Close()
-		}
-	}()
-	for i, st := range steps {
-		if err := insertRows(ctx, tx, prepared, st.head, st.cols, st.args, st.tail); err != nil {
-			return err
-		}
-		if i == 1 {
-			// The full-text rows index what was just stored, as Send's do.
-			if _, err := tx.Tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body)
-				SELECT seq, subject, body FROM message WHERE seq BETWEEN ? AND ? ORDER BY seq`, first, last); err != nil {
-				return err
-			}
+	for _, st := range steps {
+		if err := insertRows(ctx, tx, st.head, st.cols, st.args, st.tail); err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	return first, nil
 }
 
 // insertRows runs head VALUES (...), (...) tail over args, cols values a
-// row, as few statements as the parameter limit allows, each shape prepared
-// once per transaction (in prepared) rather than in the statement cache.
-func insertRows(ctx context.Context, tx *ptx, prepared map[string]*sql.Stmt, head string, cols int, args []any, tail string) error {
+// row, in statements of the bulkShapes sizes, through the statement cache.
+func insertRows(ctx context.Context, tx *ptx, head string, cols int, args []any, tail string) error {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	per := maxBulkVars / cols
-	for len(args) > 0 {
-		n := min(len(args)/cols, per)
-		var q strings.Builder
-		q.WriteString(head)
-		for i := range n {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString(row)
+	for _, n := range bulkShapes {
+		if len(args) < n*cols {
+			continue
 		}
-		q.WriteString(tail)
-		st, ok := prepared[q.String()]
-		if !ok {
-			var err error
-			if st, err = tx.Tx.PrepareContext(ctx, q.String()); err != nil {
+		q := head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + tail
+		for ; len(args) >= n*cols; args = args[n*cols:] {
+			if _, err := tx.ExecContext(ctx, q, args[:n*cols]...); err != nil {
 				return err
 			}
-			prepared[q.String()] = st
 		}
-		if _, err := st.ExecContext(ctx, args[:n*cols]...); err != nil {
-			return err
-		}
-		args = args[n*cols:]
 	}
 	return nil
 }

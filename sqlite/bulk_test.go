@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,10 +13,13 @@ import (
 	"github.com/mailroom/mailroom"
 )
 
-// TestSendManyStoresWhatSendStores compares two stores row by row: one
-// written by Send n times per draft, one by SendMany, for drafts that use
-// every edge (agents, a human, a role, broadcast, @me, sessions, tickets,
-// concepts, a reply). Only the generated ids and times may differ.
+// TestSendManyStoresWhatSendStores compares stores row by row: one
+// written by Send n times per draft, one by SendMany, one by a single
+// SendBatch of every draft in transactions of 4 messages (so drafts share
+// and span transactions) into a BulkLoad store, for drafts that use every
+// edge (agents, a human, a role, broadcast, @me, sessions, tickets,
+// concepts, a reply) from two senders. Only the generated ids and times
+// may differ.
 func TestSendManyStoresWhatSendStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -23,12 +27,18 @@ func TestSendManyStoresWhatSendStores(t *testing.T) {
 		s     *Store
 		alice context.Context
 	}
-	build := func(bulk bool) world {
-		s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), Options{})
+	const (
+		single = iota
+		many
+		batch
+	)
+	build := func(mode int) world {
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), Options{BulkLoad: mode == batch})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
+		s.bulkChunk = 4
 		alice, _ := s.EnsureAgent(ctx, "alice")
 		bob, _ := s.EnsureAgent(ctx, "bob")
 		s.EnsureAgent(ctx, "carol")
@@ -53,33 +63,51 @@ func TestSendManyStoresWhatSendStores(t *testing.T) {
 			mkDraft(t, mailroom.SendInput{To: []string{"@bob"}, Subject: "a reply", Body: "replying", InReplyTo: parent.MessageID}),
 			mkDraft(t, mailroom.SendInput{To: []string{"*"}, Subject: "all hands", Body: "broadcast body"}),
 		}
-		for _, d := range drafts {
-			if bulk {
-				if err := s.SendMany(w.alice, d, 3); err != nil {
+		// Bob's draft is between alice's: a batch changes senders midway.
+		drafts = append(drafts[:2], append([]mailroom.Draft{mkDraft(t, mailroom.SendInput{To: []string{"@alice", "role:reviewer"}, Subject: "from bob", Body: "bob writes"})}, drafts[2:]...)...)
+		from := []mailroom.Identity{alice, alice, bob, alice}
+		var sends []mailroom.BulkSend
+		for i, d := range drafts {
+			switch mode {
+			case single:
+				for range 3 {
+					if _, err := s.Send(mailroom.WithCaller(ctx, from[i]), d); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case many:
+				if err := s.SendMany(mailroom.WithCaller(ctx, from[i]), d, 3); err != nil {
 					t.Fatal(err)
 				}
-				continue
+			case batch:
+				sends = append(sends, mailroom.BulkSend{From: from[i], Draft: d, Copies: 3})
 			}
-			for range 3 {
-				if _, err := s.Send(w.alice, d); err != nil {
-					t.Fatal(err)
-				}
+		}
+		if mode == batch {
+			if err := s.SendBatch(ctx, sends); err != nil {
+				t.Fatal(err)
+			}
+			if sends[0].Copies != 3 {
+				t.Errorf("SendBatch changed its argument: %+v", sends[0])
 			}
 		}
 		return w
 	}
-	single, bulk := dumpStore(t, build(false).s), dumpStore(t, build(true).s)
-	if len(single) == 0 {
+	want := dumpStore(t, build(single).s)
+	if len(want) == 0 {
 		t.Fatal("empty dump")
 	}
-	for table, rows := range single {
-		if !slices.Equal(rows, bulk[table]) {
-			t.Errorf("table %s differs:\nSend:\n%s\nSendMany:\n%s", table, strings.Join(rows, "\n"), strings.Join(bulk[table], "\n"))
+	for name, mode := range map[string]int{"SendMany": many, "SendBatch": batch} {
+		got := dumpStore(t, build(mode).s)
+		for table, rows := range want {
+			if !slices.Equal(rows, got[table]) {
+				t.Errorf("table %s differs:\nSend:\n%s\n%s:\n%s", table, strings.Join(rows, "\n"), name, strings.Join(got[table], "\n"))
+			}
 		}
-	}
-	for table := range bulk {
-		if _, ok := single[table]; !ok {
-			t.Errorf("table %s only written by SendMany", table)
+		for table := range got {
+			if _, ok := want[table]; !ok {
+				t.Errorf("table %s only written by %s", table, name)
+			}
 		}
 	}
 }
@@ -214,4 +242,44 @@ func dumpStore(t *testing.T, s *Store) map[string][]string {
 		dump("fts:"+word, `SELECT m.id FROM message_fts f JOIN message m ON m.seq = f.rowid WHERE message_fts MATCH '`+word+`'`)
 	}
 	return out
+}
+
+// TestBulkLoadCloseLeavesOneSyncedFile: a BulkLoad store commits without
+// syncing; Close moves the WAL into the database file (and syncs it), so
+// the closed store is the file alone and opens with everything in it.
+func TestBulkLoadCloseLeavesOneSyncedFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bulk.db")
+	s, err := Open(ctx, path, Options{BulkLoad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	s.EnsureAgent(ctx, "bob")
+	var sync int
+	if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil || sync != 0 {
+		t.Fatalf("synchronous during a bulk load = %d, %v; want 0 (OFF)", sync, err)
+	}
+	if err := s.SendMany(mailroom.WithCaller(ctx, alice), mkDraft(t, mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}), 50); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("no WAL before Close (%v): the test shows nothing", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Fatalf("Close left a WAL of %d bytes", fi.Size())
+	}
+	s, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM message`).Scan(&n); err != nil || n != 50 {
+		t.Fatalf("%d messages after reopening (%v), want 50", n, err)
+	}
 }

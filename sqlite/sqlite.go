@@ -59,6 +59,14 @@ type Options struct {
 	// (synchronous=FULL) before a receipt is returned. Receipts of a
 	// NoSync store still say durable: never serve users from one.
 	NoSync bool
+	// BulkLoad opens the store to be filled through the bulk path
+	// (mailroom bench seed) and closed: each connection gets a 256 MB
+	// page cache and keeps statement journals in memory, and commits are
+	// not synced (synchronous=OFF) until Close, which copies the WAL into
+	// the database file and syncs it. The closed store is as durable as
+	// one written with every commit synced; a crash of the machine during
+	// the load may lose the load. Never serve from a BulkLoad store.
+	BulkLoad bool
 }
 
 // Hooks let tests interleave events deterministically and inject failures.
@@ -80,6 +88,7 @@ type Store struct {
 	db      *sql.DB
 	path    string
 	durable bool
+	bulk    bool // Options.BulkLoad
 	log     *slog.Logger
 	hooks   Hooks
 	terms   func(subject, body string) []string
@@ -103,6 +112,8 @@ type Store struct {
 	dsn    string
 	// statsFloor is defaultStatsFloor; tests lower it.
 	statsFloor int64
+	// bulkChunk is defaultBulkChunk; tests lower it.
+	bulkChunk int
 
 	changes      *mailroom.ChangeHub
 	origin       string  // this instance in the change log
@@ -151,7 +162,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{path: path, durable: path != Memory, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor,
+	s := &Store{path: path, durable: path != Memory, bulk: opts.BulkLoad, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor, bulkChunk: defaultBulkChunk,
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wcache:  stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wlock:   make(chan struct{}, 1),
@@ -164,7 +175,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
-	if opts.NoSync {
+	if opts.BulkLoad {
+		// Bulk inserts dirty far more pages per transaction than the
+		// default 2 MB cache holds, and a multi-row INSERT journals every
+		// page it changes for its own rollback (a temp file by default).
+		q.Add("_pragma", "cache_size(-262144)")
+		q.Add("_pragma", "temp_store(MEMORY)")
+	}
+	if opts.NoSync || opts.BulkLoad {
 		q.Add("_pragma", "synchronous(OFF)")
 	} else {
 		q.Add("_pragma", "synchronous(FULL)")
@@ -349,12 +367,50 @@ func (s *Store) Close() error {
 	if err := s.refreshStats(context.Background()); err != nil {
 		s.log.Warn("planner statistics", "err", err)
 	}
+	var serr error
+	if s.bulk && s.durable {
+		serr = s.syncBulk(context.Background())
+	}
 	s.cache.close()
 	if s.wdb != nil {
 		s.wcache.close()
 		s.wdb.Close()
 	}
-	return s.db.Close()
+	return errors.Join(serr, s.db.Close())
+}
+
+// syncBulk makes a BulkLoad store durable: a truncating checkpoint with
+// full syncs moves the WAL into the database file, then both files are
+// synced, since the load's unsynced checkpoints may have left this one
+// nothing to do (and so nothing to sync), and a reader in another process
+// may keep it from finishing.
+func (s *Store) syncBulk(ctx context.Context) error {
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	var busy, logFrames, done int
+	if err := c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("final checkpoint: %w", err)
+	}
+	for _, p := range []string{s.path, s.path + "-wal"} {
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // migrate applies the embedded migrations not yet recorded, each in its own

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/mailroom/mailroom/bench"
@@ -50,6 +52,7 @@ Without --token the server must run in loopback development mode (--agent).`,
 	f.IntVar(&o.Body, "body", 100, "send body size in bytes")
 
 	var so bench.SeedOptions
+	var cpuProfile string
 	seed := &cobra.Command{
 		Use:   "seed --messages N --agents M",
 		Short: "Fill the database (--db) with a realistic dataset through the bulk path",
@@ -59,8 +62,15 @@ subjects and bodies, reply threads, direct, broadcast and role mail. Every
 body holds the word "` + bench.Common + `", one in a hundred "` + bench.Rare + `".`,
 		Args: cobra.NoArgs,
 		RunE: m.action(func(ctx context.Context, _ []string) error {
-			if err := m.open(ctx); err != nil {
+			if err := m.openFor(ctx, true); err != nil {
 				return err
+			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			bulk, ok := m.store.(bench.BulkStore)
 			if !ok {
@@ -72,6 +82,20 @@ body holds the word "` + bench.Common + `", one in a hundred "` + bench.Rare + `
 	}
 	seed.Flags().IntVar(&so.Messages, "messages", 10000, "how many messages")
 	seed.Flags().IntVar(&so.Agents, "agents", 10, "how many agents")
+	seed.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the seeding to this file")
 	c.AddCommand(seed)
 	return c
+}
+
+// startCPUProfile starts writing a CPU profile to path; stop ends it.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

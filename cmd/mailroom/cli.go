@@ -187,7 +187,12 @@ func defaultDB(getenv func(string) string) string {
 }
 
 func (m *Main) open(ctx context.Context) error {
-	s, err := openStore(ctx, m.db, m.log, conceptTerms)
+	return m.openFor(ctx, false)
+}
+
+// openFor is open; bulk opens the store to be bulk-loaded (bench seed).
+func (m *Main) openFor(ctx context.Context, bulk bool) error {
+	s, err := openStoreFor(ctx, m.db, m.log, conceptTerms, bulk)
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", displayDB(m.db), err)
 	}
