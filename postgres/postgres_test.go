@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/postgres"
 	"github.com/mailroom/mailroom/postgres/pgtest"
@@ -334,5 +337,53 @@ func TestLongChangeFitsNotifyPayload(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("no change signal for the drain")
+	}
+}
+
+// Every pooled connection runs with JIT off (a generic plan of a large
+// statement paid hundreds of milliseconds compiling), while the server's
+// default is left alone; a URL that sets jit keeps its choice.
+func TestPoolConnectionsRunWithoutJIT(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	s := open(t, url, postgres.Options{MaxConns: 4})
+	var conns []*pgxpool.Conn
+	for range 4 { // every connection the pool opens, not just the first
+		c, err := s.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		var jit string
+		if err := c.QueryRow(ctx, `SHOW jit`).Scan(&jit); err != nil {
+			t.Fatal(err)
+		}
+		if jit != "off" {
+			t.Errorf("pooled connection %d: jit = %q, want off", i, jit)
+		}
+		c.Release()
+	}
+	// A connection of its own sees the server's default: the store changed
+	// its sessions, not the server.
+	raw, err := pgx.Connect(ctx, pgtest.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close(ctx)
+	var def string
+	if err := raw.QueryRow(ctx, `SELECT reset_val FROM pg_settings WHERE name = 'jit'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server default jit = %s", def)
+
+	on := open(t, url+"&jit=on", postgres.Options{})
+	var jit string
+	if err := on.Pool().QueryRow(ctx, `SHOW jit`).Scan(&jit); err != nil {
+		t.Fatal(err)
+	}
+	if jit != "on" {
+		t.Errorf("URL with jit=on: jit = %q, want on", jit)
 	}
 }
