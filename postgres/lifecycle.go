@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -311,7 +312,13 @@ func heldRoles(ctx context.Context, q querier, me mailroom.Identity) ([]string, 
 		return nil, err
 	}
 	granted, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return append(me.ImplicitRoles(), granted...), err
+	held := me.ImplicitRoles()
+	for _, r := range granted {
+		if !slices.Contains(held, r) { // an implicit role granted explicitly too
+			held = append(held, r)
+		}
+	}
+	return held, err
 }
 
 // purgeBatch bounds one purge transaction, so senders wait for a batch, not

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 
 	"github.com/mailroom/mailroom"
 )
@@ -124,7 +125,11 @@ func rolesOf(ctx context.Context, tx *ptx, me mailroom.Identity) ([]string, erro
 		if err := rows.Scan(&r); err != nil {
 			return nil, err
 		}
-		roles = append(roles, r)
+		// An implicit role granted explicitly too is held once: a role
+		// listed twice would list its mail twice (perRole).
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
 	}
 	return roles, rows.Err()
 }

@@ -44,9 +44,10 @@ func scanRow(sc interface{ Scan(...any) error }) (mailroom.Row, error) {
 // inboxBranches returns the SELECTs of (seq, did) that make up the caller's
 // inbox, one delivery per message, each cheap to run on its own index:
 // personal deliveries, and role deliveries the caller sees (not their own
-// role messages, not ones they also got personally, the oldest delivery when
-// several of their roles got it). ?1 is the caller's id and ?2 their roles
-// (JSON). dcond and mcond are extra conditions on the delivery d and the
+// role messages but a handoff to their own next session, not ones they also
+// got personally, the oldest delivery when several of their roles got it of
+// those the first rule lets through, as resolve picks it). ?1 is the
+// caller's id and ?2 their roles (JSON). dcond and mcond are extra conditions on the delivery d and the
 // message m; m is joined only when needed.
 func inboxBranches(dcond, mcond string) []string {
 	personal := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d`
@@ -57,7 +58,8 @@ func inboxBranches(dcond, mcond string) []string {
 	role := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq
 		WHERE d.role IN (SELECT value FROM json_each(?2)) AND (m.sender_id <> ?1 OR d.role = ` + ownSuccessorRole("?1") + `)
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)
-		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id)
+		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id
+			AND (m.sender_id <> ?1 OR o.role = ` + ownSuccessorRole("?1") + `))
 		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = d.message_seq)` + dcond + mcond
 	return []string{personal, role}
 }

@@ -19,6 +19,7 @@ func RunLifecycle(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("ReadGrant", func(t *testing.T) { testReadGrant(t, open(t)) })
 	t.Run("RelatedTo", func(t *testing.T) { testRelatedTo(t, open(t)) })
 	t.Run("CountsMatchListings", func(t *testing.T) { testCountsMatchListings(t, open(t)) })
+	t.Run("RoleCountEdges", func(t *testing.T) { testRoleCountEdges(t, open(t)) })
 }
 
 func (e *env) row(who, id string, in mailroom.ListInput) (mailroom.Row, bool) {
