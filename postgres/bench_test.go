@@ -366,4 +366,29 @@ func BenchmarkRoleQueue(b *testing.B) {
 		}
 		reportServerCPU(b, cpu, b.N)
 	})
+	// A drain without roles counts the role mail it leaves (withheld):
+	// through the watermark of a listing, as a client drains what it saw,
+	// and with no watermark. Last: the first drain reads the personal mail.
+	wf, _ := mailroom.ListInput{}.Filter()
+	wp, err := e.s.List(e.bob, wf)
+	if err != nil || wp.Watermark == nil {
+		b.Fatalf("%v %+v", err, wp.Watermark)
+	}
+	wm := wp.Watermark
+	for _, through := range []string{*wm, ""} {
+		name := "drain-withheld-through"
+		if through == "" {
+			name = "drain-withheld"
+		}
+		b.Run(name, func(b *testing.B) {
+			cpu := serverCPU(b)
+			for b.Loop() {
+				rc, err := e.s.MarkAllRead(e.bob, through, false)
+				if err != nil || rc.WithheldRoleCount != role {
+					b.Fatalf("%v %+v", err, rc)
+				}
+			}
+			reportServerCPU(b, cpu, b.N)
+		})
+	}
 }
