@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/postgres"
 	"github.com/mailroom/mailroom/postgres/pgtest"
@@ -78,5 +80,86 @@ func TestDrainLeavesMailSentDuringItUnread(t *testing.T) {
 	}
 	if st, err := s.Status(bob); err != nil || st.Unread.Total != 0 {
 		t.Fatalf("status after the second drain: %+v %v", st.Unread, err)
+	}
+}
+
+// A drain with the role queues marks what its statement saw unread and
+// unarchived; a role message another holder archives while the drain waits
+// for its row is archived mail by the time the drain marks, and stays
+// unread, and the queue's counts stay those of its rows.
+func TestDrainLeavesRoleMailArchivedDuringItUnread(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t), postgres.Options{})
+	ids := map[string]mailroom.Identity{}
+	for _, name := range []string{"alice", "bob", "carol"} {
+		id, err := s.EnsureAgent(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	for _, who := range []string{"bob", "carol"} {
+		if err := s.GrantRole(ctx, who, "ops"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice, bob := mailroom.WithCaller(ctx, ids["alice"]), mailroom.WithCaller(ctx, ids["bob"])
+	var sent []string
+	for range 3 {
+		rc, err := s.Send(alice, draft(t, "role:ops"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, rc.MessageID)
+	}
+	// carol's archive of the first, held open (the row locked) while the
+	// drain's statement reaches the row and waits for it.
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `UPDATE delivery SET archived_at = now() WHERE recipient = (SELECT mailbox_id FROM role WHERE name = 'ops')
+		AND message_seq = (SELECT seq FROM message WHERE id = $1)`, sent[0]); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		rc  mailroom.DrainReceipt
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		rc, err := s.MarkAllRead(bob, "", true)
+		done <- result{rc, err}
+	}()
+	for waiting := false; !waiting; {
+		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.rc.ReadCount != 2 {
+		t.Errorf("drain %+v %v, want the two unarchived role messages read", r.rc, r.err)
+	}
+	if m, err := s.Get(bob, sent[0]); err != nil || m.ReadAt != nil {
+		t.Errorf("the role message archived during the drain: %v, read %v", err, m.ReadAt)
+	}
+	var wrong []string
+	rows, err := s.Pool().Query(ctx, `SELECT k::text FROM (
+			SELECT recipient, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0
+			EXCEPT SELECT recipient, archived_at IS NOT NULL, read_at IS NULL, via, priority, human, count(*) FROM delivery GROUP BY 1, 2, 3, 4, 5, 6) k
+		UNION ALL SELECT u::text FROM (SELECT recipient, message_seq FROM role_unread
+			EXCEPT SELECT recipient, message_seq FROM delivery WHERE via = 'role' AND read_at IS NULL AND archived_at IS NULL) u`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrong, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(wrong) > 0 {
+		t.Errorf("counts the rows do not have: %v", wrong)
 	}
 }

@@ -336,14 +336,16 @@ type drained struct {
 // moves every delivery it marked (a personal one in the caller's counts, a
 // role one in its queue's) from the unread, unarchived counts to the read
 // ones and takes the role ones out of role_unread (its WHERE is their
-// state before), so the caller sets mailroom.writer_counts.
+// state before: on the updated row itself, so that a row another holder
+// changed while the drain waited for it is checked again), so the caller
+// sets mailroom.writer_counts.
 var drainSQL = callerArgs + `,
 	p AS (UPDATE delivery d SET read_at = $5, read_by = $1
 		WHERE d.recipient = $1` + drainUnread + `
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
 	r AS (UPDATE delivery d SET read_at = $5, read_by = $1
 		FROM (` + inboxBranches(drainUnread, "")[1] + `) w
-		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL
+		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL AND d.archived_at IS NULL
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
 	k AS (SELECT $1::bigint AS recipient, via, priority, human, count(*) AS n FROM p GROUP BY 2, 3, 4
 		UNION ALL SELECT recipient, via, priority, human, count(*) FROM r GROUP BY 1, 2, 3, 4),
