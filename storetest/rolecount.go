@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom"
 )
@@ -186,4 +187,25 @@ func count(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// checkOldest compares who's oldestUnreadAt with the oldest row a cursor
+// walk of the unread listing returns.
+func (e *env) checkOldest(t *testing.T, who string, st mailroom.Status, when string) {
+	t.Helper()
+	in := mailroom.ListInput{UnreadOnly: true, Limit: ptr(40)}
+	var oldest *time.Time
+	for {
+		p := e.list(who, in)
+		if n := len(p.Messages); n > 0 {
+			oldest = &p.Messages[n-1].SentAt
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		in.Cursor = p.NextCursor
+	}
+	if (oldest == nil) != (st.OldestUnreadAt == nil) || (oldest != nil && !oldest.Equal(*st.OldestUnreadAt)) {
+		t.Errorf("%s: %s: oldestUnreadAt %v, the oldest row of a walk of its unread mail was sent at %v", when, who, st.OldestUnreadAt, oldest)
+	}
 }
