@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -170,8 +171,11 @@ func (s *Store) Concepts(ctx context.Context, limit, scan int) (mailroom.Concept
 		if err != nil {
 			return err
 		}
-		b := inboxBranches("", "")
-		window := `SELECT seq FROM (` + b[0] + ` UNION ALL ` + b[1] + ` UNION ALL ` + outboxBranch("", true) + ` ORDER BY seq DESC LIMIT $4) w`
+		b := inboxBranchesFor("", "", len(roles.ids))
+		for i := range b {
+			b[i] = `(` + b[i] + ` ORDER BY seq DESC LIMIT $4)`
+		}
+		window := `SELECT seq FROM (` + strings.Join(b, " UNION ALL ") + ` UNION ALL (` + outboxBranch("", true) + ` ORDER BY seq DESC LIMIT $4) ORDER BY seq DESC LIMIT $4) w`
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+window+`) v`, me.ID, roles.ids, roles.own, scan+1).Scan(&n); err != nil {
 			return err

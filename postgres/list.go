@@ -60,8 +60,29 @@ func inboxBranches(dcond, mcond string) []string {
 	}
 	personal += ` WHERE d.recipient = $1` + dcond + mcond
 	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d JOIN message m ON m.seq = d.message_seq
-		WHERE d.recipient = ANY($2) AND ` + roleVisible + dcond + mcond
+		WHERE ` + roleQueues + roleVisible + dcond + mcond
 	return []string{personal, role}
+}
+
+// roleQueues is inboxBranches' condition on the role queues.
+const roleQueues = `d.recipient = ANY($2) AND `
+
+// inboxBranchesFor is inboxBranches with the role branch split into one
+// branch per role the caller holds (n of them; none without roles), each
+// on one queue's key range (d.recipient = ($2)[i]), as sqlite's perRole:
+// PostgreSQL cannot return an index range over recipient = ANY(...) in
+// message_seq order, so an ordered, limited role branch walked every
+// delivery newest first (delivery_message) filtering by recipient, far in
+// a large store when the queues are small. Each split branch stops at the
+// page. The branches stay disjoint: roleVisible shows a message in the
+// lowest of the caller's mailboxes that got it.
+func inboxBranchesFor(dcond, mcond string, n int) []string {
+	b := inboxBranches(dcond, mcond)
+	out := []string{b[0]}
+	for i := range n {
+		out = append(out, strings.Replace(b[1], roleQueues, `d.recipient = ($2::bigint[])[`+strconv.Itoa(i+1)+`] AND `, 1))
+	}
+	return out
 }
 
 // roleVisible is the role branch's condition on a delivery d (of message
@@ -254,10 +275,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		branches := func(dextra, mextra string) []string {
 			var b []string
 			if f.Box != mailroom.BoxOutbox {
-				b = inboxBranches(dcond+dextra, mcond)
-				if len(roles.ids) == 0 {
-					b = b[:1] // no role mail reaches a caller without roles
-				}
+				// No role branch for a caller without roles.
+				b = inboxBranchesFor(dcond+dextra, mcond, len(roles.ids))
 			}
 			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
 				// Outbox rows have no read state, archive or route of the
@@ -339,12 +358,18 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		} else {
 			var count strings.Builder
 			count.WriteString(`SELECT 0`)
+			inboxParts := 0 // the personal branch and one per role
+			if f.Box != mailroom.BoxOutbox {
+				inboxParts = 1 + len(roles.ids)
+			}
 			for i, p := range parts {
-				inbox := f.Box != mailroom.BoxOutbox && (i == 0 || (i == 1 && len(roles.ids) > 0))
-				if inbox && counted(f) {
+				if i < inboxParts && counted(f) {
 					if i == 0 {
 						count.WriteString(` + (` + counterCount(`= $1`, f, via, priority) + `)`)
 						continue
+					}
+					if i > 1 {
+						continue // the first role branch counted every queue
 					}
 					// The role queues' counters, less the counted deliveries
 					// the role branch leaves out; the conditions are the
@@ -491,10 +516,13 @@ func reader(ctx context.Context, q querier, me mailroom.Identity, of string, kin
 
 // watermark returns the id of the newest message in the caller's inbox.
 func watermark(ctx context.Context, tx pgx.Tx, me mailroom.Identity, roles roleSet) (*string, error) {
-	b := inboxBranches("", "")
+	b := inboxBranchesFor("", "", len(roles.ids))
+	for i := range b {
+		b[i] = `(` + b[i] + ` ORDER BY d.message_seq DESC LIMIT 1)`
+	}
 	var id *string
-	err := tx.QueryRow(ctx, `SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
-		(`+b[0]+` ORDER BY d.message_seq DESC LIMIT 1) UNION ALL (`+b[1]+` ORDER BY d.message_seq DESC LIMIT 1)) w)`, me.ID, roles.ids, roles.own).Scan(&id)
+	err := tx.QueryRow(ctx, callerArgs+`SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
+		`+strings.Join(b, " UNION ALL ")+`) w)`, me.ID, roles.ids, roles.own).Scan(&id)
 	if isNoRows(err) {
 		return nil, nil
 	}

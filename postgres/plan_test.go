@@ -201,3 +201,92 @@ func (n node) rows() int {
 	}
 	return r
 }
+
+// A listing of a small role queue in a large store stops at the page: each
+// held role is its own branch on the queue's key range (recipient,
+// message_seq). With one branch over recipient = ANY(roles), PostgreSQL
+// cannot read the queues in seq order and walked every delivery newest
+// first, filtering by recipient. The queue here is old and small (40
+// messages, bob's two roles), the store grows from 1,000 to 8,000 newer
+// deliveries that are not bob's.
+func TestSmallRoleQueueListingsDoNotWalkTheStore(t *testing.T) {
+	calls := []struct {
+		name string
+		in   mailroom.ListInput
+	}{
+		{"list", mailroom.ListInput{}}, {"list role", mailroom.ListInput{Via: "role"}},
+		{"list unread", mailroom.ListInput{UnreadOnly: true}}, {"list all", mailroom.ListInput{Box: "all", Limit: ptr(10)}},
+		{"list role cursor", mailroom.ListInput{Via: "role", Limit: ptr(5)}},
+	}
+	plans := func(others int) map[string]int {
+		rec := &recorder{}
+		s := open(t, pgtest.URL(t), postgres.Options{Tracer: rec})
+		ctx := context.Background()
+		ids := map[string]mailroom.Identity{}
+		for _, n := range []string{"alice", "bob", "carol"} {
+			id, err := s.EnsureAgent(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[n] = id
+		}
+		for _, r := range []string{"reviewer", "ops"} {
+			if err := s.GrantRole(ctx, "bob", r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		as := func(who string) context.Context { return mailroom.WithCaller(ctx, ids[who]) }
+		for _, m := range []struct {
+			from, to string
+			n        int
+		}{
+			{"alice", "role:reviewer", 20}, {"carol", "role:ops", 20}, {"alice", "@bob", 5},
+			{"alice", "@carol", others}, {"carol", "@alice", others / 10},
+		} {
+			if err := s.SendMany(as(m.from), draft(t, m.to), m.n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Analyze(ctx); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		measure := func(name string, call func() error) {
+			rec.start()
+			if err := call(); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range rec.stop() {
+				out[name] += work(t, s, q)
+			}
+		}
+		for _, c := range calls {
+			f, err := c.in.Filter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "list role cursor" { // a second page, by cursor
+				p, err := s.List(as("bob"), f)
+				if err != nil || p.NextCursor == nil {
+					t.Fatalf("%v %+v", err, p)
+				}
+				in := c.in
+				in.Cursor = p.NextCursor
+				if f, err = in.Filter(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			measure(c.name, func() error { _, err := s.List(as("bob"), f); return err })
+		}
+		measure("new mail", func() error { _, err := s.NewMail(as("bob"), "", true, 10); return err })
+		measure("concepts", func() error { _, err := s.Concepts(as("bob"), 10, 100); return err })
+		return out
+	}
+	small, large := plans(1_000), plans(8_000)
+	for name, n := range small {
+		if n == 0 || large[name] > n+200 {
+			t.Errorf("%s: plan rows %d beside 1,000 other deliveries, %d beside 8,000", name, n, large[name])
+		}
+	}
+	t.Logf("plan rows beside 1,000 / 8,000 other deliveries: %v / %v", small, large)
+}

@@ -76,10 +76,11 @@ func (s *Store) NewMail(ctx context.Context, since string, includeRoles bool, li
 			}
 			after = t.seq
 		}
-		b := inboxBranches(unreadCond+` AND d.message_seq > $4`, "")
-		if !includeRoles {
-			b = b[:1]
+		n := 0
+		if includeRoles {
+			n = len(roles.ids)
 		}
+		b := inboxBranchesFor(unreadCond+` AND d.message_seq > $4`, "", n)
 		for i := range b {
 			b[i] = `(` + b[i] + ` ORDER BY seq LIMIT $5)`
 		}
