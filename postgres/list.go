@@ -59,7 +59,7 @@ func inboxBranches(dcond, mcond string) []string {
 		personal += ` JOIN message m ON m.seq = d.message_seq`
 	}
 	personal += ` WHERE d.recipient = $1` + dcond + mcond
-	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d JOIN message m ON m.seq = d.message_seq
+	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d ` + roleJoin + `
 		WHERE ` + roleQueues + roleVisible + dcond + mcond
 	return []string{personal, role}
 }
@@ -74,16 +74,23 @@ const roleQueues = `d.recipient = ANY($2) AND `
 // message_seq order, so an ordered, limited role branch walked every
 // delivery newest first (delivery_message) filtering by recipient, far in
 // a large store when the queues are small. Each split branch stops at the
-// page. The branches stay disjoint: roleVisible shows a message in the
-// lowest of the caller's mailboxes that got it.
+// page. Its message is a probe of the message key per delivery (OFFSET 0):
+// a merge join of the queue with message, both newest first, walked every
+// message newer than the queue's newest. The branches stay disjoint:
+// roleVisible shows a message in the lowest of the caller's mailboxes that
+// got it.
 func inboxBranchesFor(dcond, mcond string, n int) []string {
 	b := inboxBranches(dcond, mcond)
+	role := strings.Replace(b[1], roleJoin, `CROSS JOIN LATERAL (SELECT * FROM message m WHERE m.seq = d.message_seq OFFSET 0) m`, 1)
 	out := []string{b[0]}
 	for i := range n {
-		out = append(out, strings.Replace(b[1], roleQueues, `d.recipient = ($2::bigint[])[`+strconv.Itoa(i+1)+`] AND `, 1))
+		out = append(out, strings.Replace(role, roleQueues, `d.recipient = ($2::bigint[])[`+strconv.Itoa(i+1)+`] AND `, 1))
 	}
 	return out
 }
+
+// roleJoin joins the role branch's delivery d with its message m.
+const roleJoin = `JOIN message m ON m.seq = d.message_seq`
 
 // roleVisible is the role branch's condition on a delivery d (of message
 // m) in one of the caller's role queues: not the caller's own role message
