@@ -148,12 +148,22 @@ func (w *Watcher) remove(l *Listener) {
 	}
 }
 
-// Len returns the number of open listeners (tests use it to prove that
-// finished calls leave none behind).
+// Len returns the number of open listeners whose inbox has its baseline,
+// so that every change committed from now on is signalled to them. Tests
+// use it to prove that finished calls leave none behind, and to know when
+// a commit they make must wake a listener: counted before its baseline, a
+// listener could take the tests' commit into the baseline and never be
+// woken by it (a subscription test saw that under load).
 func (w *Watcher) Len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.listeners
+	n := 0
+	for _, e := range w.entries {
+		if e.ready {
+			n += len(e.listeners)
+		}
+	}
+	return n
 }
 
 func (w *Watcher) run(sub *mailroom.Subscription, stop chan struct{}) {

@@ -141,3 +141,46 @@ func TestFailedInboxCheckStillWakes(t *testing.T) {
 		t.Fatal("a failed inbox check dropped bob's wake-up: his mail would wait for the next change")
 	}
 }
+
+// slowState is a store whose first InboxState waits for release.
+type slowState struct {
+	mailroom.Store
+	first            atomic.Bool
+	entered, release chan struct{}
+}
+
+func (s *slowState) InboxState(ctx context.Context) (mailroom.InboxState, error) {
+	if s.first.CompareAndSwap(false, true) {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.Store.InboxState(ctx)
+}
+
+// A listener counts once its baseline is read: a commit made after Len
+// says so is signalled, never taken into the baseline.
+func TestLenCountsListenersWithABaseline(t *testing.T) {
+	st := openStore(t, sqlite.Memory)
+	ctx := context.Background()
+	bob, _ := st.EnsureAgent(ctx, "bob")
+	s := &slowState{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	w := wake.New(s, wake.Options{})
+	done := make(chan *wake.Listener)
+	go func() {
+		l, err := w.Listen(ctx, bob)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- l
+	}()
+	<-s.entered
+	if n := w.Len(); n != 0 {
+		t.Fatalf("Len = %d while the baseline is being read, want 0", n)
+	}
+	close(s.release)
+	l := <-done
+	if n := w.Len(); n != 1 {
+		t.Fatalf("Len = %d after Listen, want 1", n)
+	}
+	l.Close()
+}
