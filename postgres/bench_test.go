@@ -366,6 +366,18 @@ func BenchmarkRoleQueue(b *testing.B) {
 		}
 		reportServerCPU(b, cpu, b.N)
 	})
+	// The wake path's fingerprint of the unread set (wait_for_mail, the
+	// inbox resource), asked for every touched inbox on each commit.
+	b.Run("inbox-state", func(b *testing.B) {
+		cpu := serverCPU(b)
+		for b.Loop() {
+			st, err := e.s.InboxState(e.bob)
+			if err != nil || st.UnreadCount != total {
+				b.Fatalf("%v %+v", err, st)
+			}
+		}
+		reportServerCPU(b, cpu, b.N)
+	})
 	// A drain without roles counts the role mail it leaves (withheld):
 	// through the watermark of a listing, as a client drains what it saw,
 	// and with no watermark. Last: the first drain reads the personal mail.

@@ -66,6 +66,7 @@ func BenchmarkRoleQueue(b *testing.B) {
 				{"unread", mailroom.ListInput{UnreadOnly: true}, want},
 				{"role-high", mailroom.ListInput{Via: mailroom.ViaRole, Priority: "high"}, 0},
 				{"status", mailroom.ListInput{}, want},
+				{"inbox-state", mailroom.ListInput{}, want},
 			} {
 				f, err := tc.in.Filter()
 				if err != nil {
@@ -77,7 +78,13 @@ func BenchmarkRoleQueue(b *testing.B) {
 					for b.Loop() {
 						start := time.Now()
 						got := 0
-						if tc.name == "status" {
+						if tc.name == "inbox-state" {
+							st, err := s.InboxState(dave)
+							if err != nil {
+								b.Fatal(err)
+							}
+							got = st.UnreadCount
+						} else if tc.name == "status" {
 							st, err := s.Status(dave)
 							if err != nil {
 								b.Fatal(err)
