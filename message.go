@@ -504,4 +504,7 @@ type BulkSend struct {
 	From   Identity
 	Draft  Draft
 	Copies int
+	// Sent, when set, is told the first copy's message id once it is
+	// written (by a bulk path that takes entries one at a time).
+	Sent func(messageID string)
 }

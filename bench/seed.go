@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -38,13 +40,13 @@ type BulkStore interface {
 	SendMany(ctx context.Context, d mailroom.Draft, n int) error
 }
 
-// BatchStore is a bulk store that also takes many drafts in one call,
-// sharing transactions between them (sqlite.Store).
-type BatchStore interface {
-	SendBatch(ctx context.Context, sends []mailroom.BulkSend) error
+// SeqStore is a bulk store that takes the drafts one after another in one
+// call, sharing transactions between them (sqlite.Store).
+type SeqStore interface {
+	SendSeq(ctx context.Context, sends iter.Seq[mailroom.BulkSend]) error
 }
 
-// Seed fills store through its bulk path (SendBatch, or SendMany): varied
+// Seed fills store through its bulk path (SendSeq, or SendMany): varied
 // subjects and bodies, threads of replies, direct mail (most of it to
 // agent-0), broadcasts and role mail.
 func Seed(ctx context.Context, store BulkStore, o SeedOptions) error {
@@ -74,94 +76,76 @@ func Seed(ctx context.Context, store BulkStore, o SeedOptions) error {
 		return strings.Join(w, " ")
 	}
 	start, step := time.Now(), max(1, o.Messages/10)
-	// Drafts wait in pending until a thread root must be sent (replies
-	// name it) or there are enough of them; then they go in one call.
-	var pending []mailroom.BulkSend
-	pendingN, stored := 0, 0
-	flush := func() error {
-		var err error
-		if bs, ok := store.(BatchStore); ok {
-			err = bs.SendBatch(ctx, pending)
-		} else {
-			for _, b := range pending {
-				if err = store.SendMany(mailroom.WithCaller(ctx, b.From), b.Draft, b.Copies); err != nil {
-					break
-				}
-			}
-		}
-		pending, pendingN = pending[:0], 0
-		return err
-	}
-	progress := func(k int) {
-		if o.Progress != nil && (stored+k)/step != stored/step {
-			fmt.Fprintf(o.Progress, "seeded %d of %d messages in %v\n", stored+k, o.Messages, time.Since(start).Round(time.Millisecond))
-		}
-		stored += k
-	}
 	var thread string // a message the next replies join
 	var threadFrom mailroom.Identity
-	done := 0
-	for done < o.Messages {
-		k := min(o.Batch, o.Messages-done)
-		from := agents[1+rng.IntN(o.Agents-1)]
-		var to string
-		switch x := rng.IntN(100); {
-		case x < 60:
-			to = "@agent-0"
-		case x < 85:
-			to = "@" + agents[rng.IntN(o.Agents)].Name
-			if to == "@"+from.Name {
+	var err error // what stopped drafts
+	// drafts yields the recipe's sends in order; a thread root is one
+	// message whose id (Sent) later replies name.
+	drafts := func(yield func(mailroom.BulkSend) bool) {
+		for done := 0; done < o.Messages; {
+			k := min(o.Batch, o.Messages-done)
+			from := agents[1+rng.IntN(o.Agents-1)]
+			var to string
+			switch x := rng.IntN(100); {
+			case x < 60:
 				to = "@agent-0"
-			}
-		case x < 95:
-			to = "role:reviewer"
-		default:
-			to = "*"
-		}
-		body := words(8+rng.IntN(20)) + " " + Common + " " + words(4)
-		if rng.IntN(100) == 0 {
-			body += " " + Rare
-		}
-		in := mailroom.SendInput{To: []string{to}, Subject: words(3 + rng.IntN(4)), Body: body,
-			Priority: []string{"low", "normal", "normal", "normal", "high"}[rng.IntN(5)]}
-		if thread != "" && rng.IntN(4) == 0 {
-			in.InReplyTo, from = thread, threadFrom // the root's sender may reply
-		}
-		d, err := in.Draft(0)
-		if err != nil {
-			return err
-		}
-		d.OriginSessionID = "SESSION:seed"
-		if rng.IntN(20) == 0 {
-			// A new thread root, sent on its own so that replies can name it.
-			if err := flush(); err != nil {
-				return err
-			}
-			progress(done - stored)
-			r, err := store.Send(mailroom.WithCaller(ctx, from), d)
-			if err != nil {
-				return err
-			}
-			thread, threadFrom = r.MessageID, from
-			k = 1
-			progress(1)
-		} else {
-			pending = append(pending, mailroom.BulkSend{From: from, Draft: d, Copies: k})
-			if pendingN += k; pendingN >= seedFlush {
-				if err := flush(); err != nil {
-					return err
+			case x < 85:
+				to = "@" + agents[rng.IntN(o.Agents)].Name
+				if to == "@"+from.Name {
+					to = "@agent-0"
 				}
-				progress(done + k - stored)
+			case x < 95:
+				to = "role:reviewer"
+			default:
+				to = "*"
 			}
+			body := words(8+rng.IntN(20)) + " " + Common + " " + words(4)
+			if rng.IntN(100) == 0 {
+				body += " " + Rare
+			}
+			in := mailroom.SendInput{To: []string{to}, Subject: words(3 + rng.IntN(4)), Body: body,
+				Priority: []string{"low", "normal", "normal", "normal", "high"}[rng.IntN(5)]}
+			if thread != "" && rng.IntN(4) == 0 {
+				in.InReplyTo, from = thread, threadFrom // the root's sender may reply
+			}
+			var d mailroom.Draft
+			if d, err = in.Draft(0); err != nil {
+				return
+			}
+			d.OriginSessionID = "SESSION:seed"
+			b := mailroom.BulkSend{From: from, Draft: d, Copies: k}
+			if rng.IntN(20) == 0 {
+				// A new thread root, on its own so that replies can name it.
+				b.Copies = 1
+				b.Sent = func(id string) { thread, threadFrom = id, from }
+			}
+			if !yield(b) {
+				return
+			}
+			if o.Progress != nil && (done+b.Copies)/step != done/step {
+				fmt.Fprintf(o.Progress, "seeded %d of %d messages in %v\n", done+b.Copies, o.Messages, time.Since(start).Round(time.Millisecond))
+			}
+			done += b.Copies
 		}
-		done += k
 	}
-	if err := flush(); err != nil {
-		return err
+	var serr error
+	if ss, ok := store.(SeqStore); ok {
+		serr = ss.SendSeq(ctx, drafts)
+	} else {
+		for b := range drafts {
+			fctx := mailroom.WithCaller(ctx, b.From)
+			if b.Sent == nil {
+				if serr = store.SendMany(fctx, b.Draft, b.Copies); serr != nil {
+					break
+				}
+				continue
+			}
+			r, err := store.Send(fctx, b.Draft)
+			if serr = err; err != nil {
+				break
+			}
+			b.Sent(r.MessageID)
+		}
 	}
-	progress(done - stored)
-	return nil
+	return errors.Join(err, serr)
 }
-
-// seedFlush is how many pending messages Seed sends in one call at most.
-const seedFlush = 10_000

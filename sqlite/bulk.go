@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 
@@ -34,49 +35,79 @@ func (s *Store) SendMany(ctx context.Context, d mailroom.Draft, n int) error {
 }
 
 // SendBatch stores the entries in order, each as SendMany would, but many
-// entries share a transaction (up to 10,000 messages; an entry may span
-// two): a seed of many small drafts commits, and indexes its full text, a
-// few hundred times per million messages instead of once per draft. An
-// error stops the batch; what earlier transactions stored stays.
+// entries share a transaction (SendSeq).
 func (s *Store) SendBatch(ctx context.Context, sends []mailroom.BulkSend) error {
 	for _, b := range sends {
 		if _, err := mailroom.Sender(mailroom.WithCaller(ctx, b.From), b.Draft); err != nil {
 			return err
 		}
 	}
-	sends = slices.Clone(sends) // split below
-	for len(sends) > 0 {
-		var chunk []mailroom.BulkSend
-		for total := 0; len(sends) > 0 && total < s.bulkChunk; {
-			b := &sends[0]
-			if k := min(b.Copies, s.bulkChunk-total); k > 0 {
-				chunk = append(chunk, mailroom.BulkSend{From: b.From, Draft: b.Draft, Copies: k})
-				total += k
-				b.Copies -= k
-			}
-			if b.Copies <= 0 {
-				sends = sends[1:]
-			}
-		}
-		if len(chunk) == 0 {
-			return nil
-		}
+	return s.SendSeq(ctx, slices.Values(sends))
+}
+
+// SendSeq stores the entries of sends in order, each as SendMany would,
+// in transactions of up to 10,000 messages shared by as many entries as
+// fit (an entry may span two): a seed of many small drafts commits, and
+// indexes its full text, a hundred times per million messages instead of
+// once per draft. The next entry is asked for once the previous one is
+// written, and an entry's Sent is then told its first message id (before
+// the commit), so a later entry may reply to it. The write lock is held
+// throughout: sends must not call the store. An error stops it; what
+// earlier transactions stored stays.
+func (s *Store) SendSeq(ctx context.Context, sends iter.Seq[mailroom.BulkSend]) error {
+	next, stop := iter.Pull(sends)
+	defer stop()
+	var carry *mailroom.BulkSend // the rest of an entry split between transactions
+	for more := true; more; {
 		err := s.write(ctx, func(tx *ptx) error {
+			tx.touchNone() // until something is written
 			var first, last int64
-			for i, b := range chunk {
+			for total := 0; total < s.bulkChunk; {
+				var b mailroom.BulkSend
+				if carry != nil {
+					b, carry = *carry, nil
+				} else {
+					var ok bool
+					if b, ok = next(); !ok {
+						more = false
+						break
+					}
+					if _, err := mailroom.Sender(mailroom.WithCaller(ctx, b.From), b.Draft); err != nil {
+						return err
+					}
+				}
+				if b.Copies <= 0 {
+					continue
+				}
+				k := min(b.Copies, s.bulkChunk-total)
+				if k < b.Copies {
+					rest := b
+					rest.Copies, rest.Sent = b.Copies-k, nil
+					carry = &rest
+				}
 				p, err := planSend(ctx, tx, b.From, b.Draft)
 				if err != nil {
 					return err
 				}
 				tx.touchPlan(p)
-				seq, err := sendBulk(ctx, tx, b.From, b.Draft, p, b.Copies)
+				seq, err := sendBulk(ctx, tx, b.From, b.Draft, p, k)
 				if err != nil {
 					return err
 				}
-				if i == 0 {
+				if first == 0 {
 					first = seq
 				}
-				last = seq + int64(b.Copies) - 1
+				last, total = seq+int64(k)-1, total+k
+				if b.Sent != nil {
+					var id string
+					if err := tx.QueryRowContext(ctx, `SELECT id FROM message WHERE seq = ?`, seq).Scan(&id); err != nil {
+						return err
+					}
+					b.Sent(id)
+				}
+			}
+			if first == 0 {
+				return nil
 			}
 			return indexBulk(ctx, tx, first, last)
 		})

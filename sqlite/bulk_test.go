@@ -283,3 +283,39 @@ func TestBulkLoadCloseLeavesOneSyncedFile(t *testing.T) {
 		t.Fatalf("%d messages after reopening (%v), want 50", n, err)
 	}
 }
+
+// TestSendSeqRepliesToWhatItJustSent: an entry's Sent learns its message
+// id before the next entry is asked for, so a reply to it can share its
+// transaction (4 messages a transaction here: the root, 2 replies, then 1
+// more in the next one) and joins its thread.
+func TestSendSeqRepliesToWhatItJustSent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, Memory, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.bulkChunk = 4
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	var root string
+	sends := func(yield func(mailroom.BulkSend) bool) {
+		b := mailroom.BulkSend{From: alice, Draft: mkDraft(t, mailroom.SendInput{To: []string{"@bob"}, Subject: "root", Body: "b"}), Copies: 1,
+			Sent: func(id string) { root = id }}
+		if !yield(b) {
+			return
+		}
+		yield(mailroom.BulkSend{From: bob, Draft: mkDraft(t, mailroom.SendInput{To: []string{"@alice"}, Subject: "re", Body: "b", InReplyTo: root}), Copies: 3})
+	}
+	if err := s.SendSeq(ctx, sends); err != nil {
+		t.Fatal(err)
+	}
+	var n, joined int
+	if err := s.db.QueryRow(`SELECT count(*), sum(r.thread_id = p.thread_id) FROM message r JOIN message p ON p.seq = r.in_reply_to WHERE p.id = ?`, root).Scan(&n, &joined); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || joined != 3 {
+		t.Fatalf("%d replies to the root, %d in its thread; want 3 and 3", n, joined)
+	}
+}
