@@ -49,9 +49,9 @@ func (c counter) add(ctx context.Context, tx *ptx, sign, idCond string, args ...
 	for i := range g {
 		g[i] = itoa(i + 1)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO `+c.table+` (`+strings.Join(c.cols, ", ")+`, n) `+c.keys+sign+`count(*)
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+c.table+` (`+strings.Join(c.cols, ", ")+`, n, seqs) `+c.keys+sign+`count(*), `+sign+`sum(d.message_seq)
 	FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
-	WHERE `+c.which+` AND d.id `+idCond+` GROUP BY `+strings.Join(g, ", ")+` ON CONFLICT DO UPDATE SET n = n + excluded.n`, args...)
+	WHERE `+c.which+` AND d.id `+idCond+` GROUP BY `+strings.Join(g, ", ")+` ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, args...)
 	return err
 }
 
@@ -113,15 +113,29 @@ func recount(ctx context.Context, tx *ptx, recipient int64) error {
 // with its role queues (0.1 s for a queue of 100,000 before).
 const (
 	roleHintedSeqs = `SELECT message_seq FROM role_hint WHERE identity_id = ?1 UNION ALL SELECT message_seq FROM message_deleted WHERE identity_id = ?1`
-	roleHinted     = `SELECT c.id FROM delivery c WHERE c.role IN (SELECT value FROM json_each(?2)) AND c.message_seq IN (` + roleHintedSeqs + `)`
-	roleLater      = `SELECT c.id FROM role_later l JOIN delivery c ON c.role = l.role AND c.message_seq = l.message_seq
+	// A hinted delivery is found from the smaller side: each hinted
+	// message looked up in the caller's role queues, or each delivery of
+	// the queues looked up in the hints. (An agent that sent thousands of
+	// messages to roles it does not hold has many hints and empty queues;
+	// agent-0 of the seeded store the opposite.) fewHints picks the side:
+	// it filters the role list each form loops over, so the other form's
+	// list is empty and it reads nothing (as a WHERE term it was tested
+	// per row, with the queue walked all the same).
+	fewHints = `NOT EXISTS (SELECT 1 FROM role_hint WHERE identity_id = ?1 LIMIT 1 OFFSET
+		(SELECT coalesce(sum(n), 0) FROM role_count WHERE role IN (SELECT value FROM json_each(?2))))`
+	isHinted = `(EXISTS (SELECT 1 FROM role_hint h WHERE h.identity_id = ?1 AND h.message_seq = c.message_seq)
+		OR EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = c.message_seq))`
+	roleHinted = `SELECT c.id FROM delivery c WHERE c.role IN (SELECT value FROM json_each(?2) WHERE ` + fewHints + `) AND c.message_seq IN (` + roleHintedSeqs + `)
+		UNION ALL SELECT c.id FROM delivery c WHERE c.role IN (SELECT value FROM json_each(?2) WHERE NOT ` + fewHints + `) AND ` + isHinted
+	roleLater = `SELECT c.id FROM role_later l JOIN delivery c ON c.role = l.role AND c.message_seq = l.message_seq
 		WHERE l.role IN (SELECT value FROM json_each(?2))
 		AND NOT EXISTS (SELECT 1 FROM role_hint h WHERE h.identity_id = ?1 AND h.message_seq = l.message_seq)
 		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = l.message_seq)`
 	roleCandidates = roleHinted + ` UNION ALL ` + roleLater
 	ownSuccessor   = `('next-session-of-' || (SELECT name FROM identity WHERE id = ?1 AND kind = 'agent'))` // ownSuccessorRole("?1")
-	roleUnsure     = roleLater + ` UNION ALL SELECT c.id FROM delivery c WHERE c.role = ` + ownSuccessor + `
-		AND c.role IN (SELECT value FROM json_each(?2)) AND c.message_seq IN (` + roleHintedSeqs + `)`
+	// The caller's own next-session queue is walked: it holds handoffs.
+	roleUnsure = roleLater + ` UNION ALL SELECT c.id FROM delivery c WHERE c.role = ` + ownSuccessor + `
+		AND c.role IN (SELECT value FROM json_each(?2)) AND ` + isHinted
 )
 
 // roleTotal is an expression for the number of rows of the caller's role

@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,13 +99,11 @@ func TestCountsMigrationBackfillsExistingMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`DROP TRIGGER delivery_count_insert`, `DROP TRIGGER delivery_count_delete`,
-		`DROP TABLE mailbox_count`, `DELETE FROM schema_migration WHERE version = 9`,
+	for _, q := range append(downgrade(9),
 		// Mail that changed before the upgrade: 10 read, 5 archived.
 		`UPDATE delivery SET read_at = delivered_at WHERE id <= 10`,
 		`UPDATE delivery SET archived_at = delivered_at WHERE id > 25`,
-	} {
+	) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -158,15 +158,11 @@ func TestRoleCountsMigrationBackfillsExistingMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`DROP TRIGGER delivery_role_count_insert`, `DROP TRIGGER delivery_role_count_delete`,
-		`DROP TABLE role_count`, `DROP TABLE role_hint`, `DROP TABLE role_later`, `DROP INDEX delivery_role_unread`,
-		`DELETE FROM sqlite_stat1 WHERE tbl IN ('role_count', 'role_hint', 'role_later') OR idx = 'delivery_role_unread'`,
-		`DELETE FROM schema_migration WHERE version = 10`,
+	for _, q := range append(downgrade(10),
 		// Role mail read and archived before the upgrade.
 		`UPDATE delivery SET read_at = delivered_at, read_by = recipient_id WHERE id IN (SELECT id FROM delivery WHERE role = 'ops' ORDER BY id LIMIT 2)`,
 		`UPDATE delivery SET archived_at = delivered_at WHERE id IN (SELECT id FROM delivery WHERE role = 'ops' ORDER BY id DESC LIMIT 1)`,
-	} {
+	) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -206,4 +202,89 @@ func draftTo(t testing.TB, to ...string) mailroom.Draft {
 	}
 	d.OriginSessionID = "SESSION:test"
 	return d
+}
+
+// downgrade is the SQL that takes a store back to before migration
+// version (9, 10): the counts' tables, triggers and columns of it and
+// every later migration go, and so do their records.
+func downgrade(version int) []string {
+	q := []string{
+		`DROP TRIGGER IF EXISTS delivery_count_insert`, `DROP TRIGGER IF EXISTS delivery_count_delete`,
+		`DROP TRIGGER IF EXISTS delivery_role_count_insert`, `DROP TRIGGER IF EXISTS delivery_role_count_delete`,
+		`DROP TABLE role_count`, `DROP TABLE role_hint`, `DROP TABLE role_later`, `DROP INDEX delivery_role_unread`,
+		`DELETE FROM sqlite_stat1 WHERE tbl IN ('role_count', 'role_hint', 'role_later') OR idx = 'delivery_role_unread'`,
+	}
+	if version <= 9 {
+		q = append(q, `DROP TABLE mailbox_count`)
+	} else {
+		q = append(q, `ALTER TABLE mailbox_count DROP COLUMN seqs`)
+	}
+	return append(q, `DELETE FROM schema_migration WHERE version >= `+strconv.Itoa(version))
+}
+
+// InboxState's fingerprint comes from counts: after each of a random mix of
+// mailbox changes it equals the unread count and seq sum of the inbox
+// branches themselves, for every identity, and the counts match a recount.
+func TestInboxStateMatchesTheUnreadSet(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true})
+	names := []string{"alice", "bob", "carol"}
+	who := map[string]context.Context{}
+	for _, n := range names {
+		who[n] = agent(t, s, n)
+	}
+	for _, g := range [][2]string{{"bob", "ops"}, {"bob", "triage"}, {"carol", "ops"}} {
+		if err := s.GrantRole(ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addrs := []string{"@alice", "@bob", "@carol", "*", "role:ops", "role:triage", "role:next-session-of-bob"}
+	rng := rand.New(rand.NewPCG(3, 5))
+	var ids []string
+	pick := func() string {
+		if len(ids) == 0 {
+			return "MESSAGE:none"
+		}
+		return ids[rng.IntN(len(ids))]
+	}
+	for step := range 300 {
+		c := who[names[rng.IntN(len(names))]]
+		switch k := rng.IntN(10); {
+		case k < 5:
+			to := []string{addrs[rng.IntN(len(addrs))]}
+			if rng.IntN(2) == 0 {
+				to = append(to, addrs[rng.IntN(len(addrs))])
+			}
+			if to[0] == to[len(to)-1] && len(to) == 2 {
+				to = to[:1]
+			}
+			if r, err := s.Send(c, draftTo(t, to...)); err == nil {
+				ids = append(ids, r.MessageID)
+			}
+		case k < 6:
+			s.MarkRead(c, []string{pick()})
+		case k < 7:
+			_, _ = s.MarkAllRead(c, "", rng.IntN(2) == 0)
+		case k < 8:
+			_, _ = s.MarkUnread(c, pick())
+		case k < 9:
+			_, _ = s.Archive(c, pick())
+		default:
+			_, _ = s.Delete(c, pick())
+		}
+		for _, n := range names {
+			st, err := s.InboxState(who[n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			en, esum, err := sqlite.ExactUnread(who[n], s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := mailroom.InboxFingerprint(en, esum, st.Watermark); st.UnreadCount != en || st.Fingerprint != want {
+				t.Fatalf("step %d: %s: InboxState %d %s, the unread set %d %s", step, n, st.UnreadCount, st.Fingerprint, en, want)
+			}
+		}
+	}
+	checkNoMismatch(t, s, "after the mix")
 }

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"time"
+
+	"github.com/mailroom/mailroom"
 )
 
 // ExplainQueryPlan returns the plan of query with args on one of the
@@ -53,22 +55,22 @@ func Watching(s *Store) bool { return s.watching.Load() }
 // differ from the recount.
 func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
 	return strs(ctx, s, `WITH recount AS (
-			SELECT d.recipient_id, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, d.via, m.priority, s.kind = 'human' AS human, count(*) AS n
+			SELECT d.recipient_id, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, d.via, m.priority, s.kind = 'human' AS human, count(*) AS n, sum(d.message_seq) AS seqs
 			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
 			WHERE d.recipient_id IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6),
-		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0),
+		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n, seqs FROM mailbox_count WHERE n <> 0 OR seqs <> 0),
 		rrecount AS (
-			SELECT d.role, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, m.priority, s.kind = 'human' AS human, count(*) AS n
+			SELECT d.role, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, m.priority, s.kind = 'human' AS human, count(*) AS n, sum(d.message_seq) AS seqs
 			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
 			WHERE d.role IS NOT NULL GROUP BY 1, 2, 3, 4, 5),
-		rkept AS (SELECT role, archived, unread, priority, human, n FROM role_count WHERE n <> 0)
-		SELECT 'kept ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM kept EXCEPT SELECT * FROM recount)
+		rkept AS (SELECT role, archived, unread, priority, human, n, seqs FROM role_count WHERE n <> 0 OR seqs <> 0)
+		SELECT 'kept ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n || ' ' || seqs FROM (SELECT * FROM kept EXCEPT SELECT * FROM recount)
 		UNION ALL
-		SELECT 'recount ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM recount EXCEPT SELECT * FROM kept)
+		SELECT 'recount ' || recipient_id || ' ' || archived || unread || ' ' || via || ' ' || priority || ' ' || human || ': ' || n || ' ' || seqs FROM (SELECT * FROM recount EXCEPT SELECT * FROM kept)
 		UNION ALL
-		SELECT 'kept role ' || role || ' ' || archived || unread || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM rkept EXCEPT SELECT * FROM rrecount)
+		SELECT 'kept role ' || role || ' ' || archived || unread || ' ' || priority || ' ' || human || ': ' || n || ' ' || seqs FROM (SELECT * FROM rkept EXCEPT SELECT * FROM rrecount)
 		UNION ALL
-		SELECT 'recount role ' || role || ' ' || archived || unread || ' ' || priority || ' ' || human || ': ' || n FROM (SELECT * FROM rrecount EXCEPT SELECT * FROM rkept)`)
+		SELECT 'recount role ' || role || ' ' || archived || unread || ' ' || priority || ' ' || human || ': ' || n || ' ' || seqs FROM (SELECT * FROM rrecount EXCEPT SELECT * FROM rkept)`)
 }
 
 // RoleCandidates lists the rows of role_hint and role_later.
@@ -113,3 +115,22 @@ func FileEvents(s *Store) int64 { return s.fileEvents.Load() }
 // OnFileEvents reports whether the change watcher waits for file events
 // now (rather than polling while the store writes).
 func OnFileEvents(s *Store) bool { return s.onEvents.Load() }
+
+// ExactUnread counts the caller's unread, unarchived inbox and sums its
+// seqs the slow way, from the inbox branches themselves: what InboxState
+// answers from counts.
+func ExactUnread(ctx context.Context, s *Store) (n int, sum int64, err error) {
+	me, err := mailroom.CallerFrom(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	err = s.read(ctx, func(tx *ptx) error {
+		roles, err := rolesOf(ctx, tx, me)
+		if err != nil {
+			return err
+		}
+		u := inboxBranches(unreadCond, "")
+		return tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(seq), 0) FROM (`+u[0]+` UNION ALL `+u[1]+`)`, me.ID, jsonStrings(roles)).Scan(&n, &sum)
+	})
+	return n, sum, err
+}

@@ -454,10 +454,10 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n
 		return true, recount(ctx, tx, me)
 	}
 	for _, q := range []string{
-		`INSERT INTO mailbox_count (recipient_id, archived, unread, via, priority, human, n)
-			SELECT recipient_id, 0, 0, via, priority, human, n FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0 AND unread = 1 AND n > 0
-			ON CONFLICT DO UPDATE SET n = n + excluded.n`,
-		`UPDATE mailbox_count SET n = 0 WHERE recipient_id = ?1 AND archived = 0 AND unread = 1`,
+		`INSERT INTO mailbox_count (recipient_id, archived, unread, via, priority, human, n, seqs)
+			SELECT recipient_id, 0, 0, via, priority, human, n, seqs FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0 AND unread = 1 AND n > 0
+			ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`,
+		`UPDATE mailbox_count SET n = 0, seqs = 0 WHERE recipient_id = ?1 AND archived = 0 AND unread = 1`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, me); err != nil {
 			return false, err

@@ -13,10 +13,12 @@ import (
 const unreadCond = ` AND d.read_at IS NULL AND d.archived_at IS NULL`
 
 // InboxState counts the caller's unread inbox and sums its seqs: with the
-// watermark that is a fingerprint of the unread set, read from the partial
-// unread index without touching messages. One statement (its own
-// snapshot), since a wake round asks it for every touched inbox: a read
-// transaction and three statements cost twice as much.
+// watermark that is a fingerprint of the unread set. Both are sums over
+// count rows (migration 0011), the role part with the caller's candidates
+// counted again as for list totals, so a wake round's check costs the same
+// for an inbox of a million unread. One statement (its own snapshot),
+// since a wake round asks it for every touched inbox: a read transaction
+// and three statements cost twice as much.
 func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -53,24 +55,27 @@ func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 // every delivery of them, as perRole says for listings).
 var inboxStateSQL = func() string {
 	const all = `SELECT value FROM json_each(?2)`
-	u := inboxBranches(unreadCond, "")
-	for i := range u {
-		u[i] = strings.ReplaceAll(u[i], all, `SELECT value FROM held`)
-	}
+	held := func(q string) string { return strings.ReplaceAll(q, all, `SELECT value FROM held`) }
 	w := inboxBranches("", "")
 	const cols = `SELECT d.message_seq AS seq, d.id AS did`
 	personal := strings.Replace(w[0], cols, `SELECT max(d.message_seq)`, 1)
 	// The branch's own rule (the oldest delivery among held roles shows a
 	// message) keeps its IN list; only the role being asked is fixed.
 	role := strings.Replace(w[1], `d.role IN (`+all+`)`, `d.role = h.value`, 1)
-	role = strings.ReplaceAll(role, all, `SELECT value FROM held`)
+	role = held(role)
 	role = strings.Replace(role, cols, `SELECT d.message_seq`, 1) + ` ORDER BY d.message_seq DESC LIMIT 1`
-	return `WITH held(value) AS (SELECT value FROM json_each(?2) UNION ALL SELECT role FROM role_grant WHERE identity_id = ?1)
+	unsure := held(fromCandidates(inboxBranches(unreadCond, "")[1], roleUnsure))
+	return `WITH held(value) AS (SELECT value FROM json_each(?2) UNION ALL SELECT role FROM role_grant WHERE identity_id = ?1),
+		k(n, s) AS (
+			SELECT n, seqs FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0 AND unread = 1
+			UNION ALL SELECT n, seqs FROM role_count WHERE role IN (SELECT value FROM held) AND archived = 0 AND unread = 1
+			UNION ALL SELECT -1, -d.message_seq ` + held(candidateFrom(roleCandidates)) + ` WHERE 1` + unreadCond + `
+			UNION ALL SELECT 1, seq FROM (` + unsure + `))
 		SELECT u.n, u.total,
 			(SELECT m.id FROM message m WHERE m.seq = max(coalesce((` + personal + `), 0),
 				coalesce((SELECT max((` + role + `)) FROM held h), 0))),
 			(SELECT json_group_array(role) FROM role_grant WHERE identity_id = ?1)
-		FROM (SELECT count(*) AS n, coalesce(sum(seq), 0) AS total FROM (` + u[0] + ` UNION ALL ` + u[1] + `)) u`
+		FROM (SELECT coalesce(sum(n), 0) AS n, coalesce(sum(s), 0) AS total FROM k) u`
 }()
 
 // NewMail returns unread inbox mail committed after since, oldest first.
