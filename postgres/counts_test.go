@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"regexp"
@@ -128,6 +129,7 @@ func TestDeliveryCountKeysMigrationBackfills(t *testing.T) {
 		`ALTER TABLE delivery DROP COLUMN priority, DROP COLUMN human, SET (fillfactor = 70)`,
 		`DROP TABLE role_hint, role_later, role_unread`, // and 0009's
 		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
+		`ALTER TABLE mailbox_count DROP COLUMN seqs`, // and 0010's
 		`DELETE FROM schema_migration WHERE version >= 8`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
@@ -238,6 +240,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 	type view struct {
 		st     mailroom.Status
 		totals []int
+		inbox  mailroom.InboxState
 	}
 	views := func() map[string]view {
 		out := map[string]view{}
@@ -247,7 +250,11 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 				t.Fatal(err)
 			}
 			st.Watermark = nil
-			v := view{st: st}
+			in, err := s.InboxState(as(who))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := view{st: st, inbox: in}
 			for _, in := range []mailroom.ListInput{{}, {UnreadOnly: true}, {Via: "role", IncludeArchived: true}, {ArchivedOnly: true}, {Priority: "high", Box: "all"}} {
 				f, _ := in.Filter()
 				p, err := s.List(as(who), f)
@@ -263,7 +270,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 	tables := func() string {
 		var b strings.Builder
 		for _, q := range []string{
-			`SELECT recipient, archived, unread, via, priority, human, n FROM mailbox_count WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5, 6`,
+			`SELECT recipient, archived, unread, via, priority, human, n, seqs FROM mailbox_count WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5, 6`,
 			`SELECT identity_id, message_seq FROM role_hint ORDER BY 1, 2`,
 			`SELECT recipient, message_seq FROM role_later ORDER BY 1, 2`,
 			`SELECT recipient, message_seq FROM role_unread ORDER BY 1, 2`,
@@ -298,7 +305,8 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 		body("0008_delivery_count_keys.sql", "mailbox_count_update"),
 		`DROP TABLE role_hint, role_later, role_unread`,
 		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
-		`DELETE FROM schema_migration WHERE version = 9`,
+		`ALTER TABLE mailbox_count DROP COLUMN seqs`, // and 0010's
+		`DELETE FROM schema_migration WHERE version >= 9`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
@@ -348,6 +356,9 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 			in.Cursor = p.NextCursor
 		}
 	}
+	if wrong, err := postgres.CountMismatches(ctx, s); err != nil || len(wrong) > 0 {
+		t.Fatalf("counts after the upgrade's writes unlike a recount: %v %v", wrong, err)
+	}
 	throughs := 0
 	for _, who := range []string{"bob", "carol"} {
 		st, err := s.Status(as(who))
@@ -384,5 +395,100 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 	}
 	if throughs == 0 {
 		t.Error("no holder had two unread role messages to drain through")
+	}
+}
+
+// InboxState's fingerprint comes from counts: after each of a random mix of
+// mailbox changes (sends to people, roles and everyone, marks, drains with
+// and without the role queues, mark unread, archive, delete) it equals the
+// unread count and seq sum of the inbox branches themselves, for every
+// identity, and the counts match a recount.
+func TestInboxStateMatchesTheUnreadSet(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t), postgres.Options{})
+	names := []string{"alice", "bob", "carol"}
+	who := map[string]context.Context{}
+	for _, n := range names {
+		id, err := s.EnsureAgent(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		who[n] = mailroom.WithCaller(ctx, id)
+	}
+	for _, g := range [][2]string{{"bob", "ops"}, {"bob", "triage"}, {"carol", "ops"}} {
+		if err := s.GrantRole(ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addrs := []string{"@alice", "@bob", "@carol", "*", "role:ops", "role:triage", "role:next-session-of-bob"}
+	rng := rand.New(rand.NewPCG(3, 5))
+	var ids []string
+	pick := func() string {
+		if len(ids) == 0 {
+			return "MESSAGE:none"
+		}
+		return ids[rng.IntN(len(ids))]
+	}
+	kinds := map[string]int{}
+	for step := range 300 {
+		c := who[names[rng.IntN(len(names))]]
+		switch k := rng.IntN(10); {
+		case k < 5:
+			d := draft(t, addrs[rng.IntN(len(addrs))])
+			if rng.IntN(2) == 0 {
+				a, err := mailroom.ParseAddress(addrs[rng.IntN(len(addrs))])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a != d.To[0] {
+					d.To = append(d.To, a)
+				}
+			}
+			if r, err := s.Send(c, d); err == nil {
+				ids = append(ids, r.MessageID)
+				kinds["send"]++
+			}
+		case k < 6:
+			if r := s.MarkRead(c, []string{pick()}); r[0].Status == "read" {
+				kinds["mark"]++
+			}
+		case k < 7:
+			if rc, err := s.MarkAllRead(c, "", rng.IntN(2) == 0); err == nil && rc.ReadCount > 0 {
+				kinds["drain"]++
+			}
+		case k < 8:
+			if _, err := s.MarkUnread(c, pick()); err == nil {
+				kinds["unread"]++
+			}
+		case k < 9:
+			if _, err := s.Archive(c, pick()); err == nil {
+				kinds["archive"]++
+			}
+		default:
+			if _, err := s.Delete(c, pick()); err == nil {
+				kinds["delete"]++
+			}
+		}
+		for _, n := range names {
+			st, err := s.InboxState(who[n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			en, esum, err := postgres.ExactUnread(who[n], s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := mailroom.InboxFingerprint(en, esum, st.Watermark); st.UnreadCount != en || st.Fingerprint != want {
+				t.Fatalf("step %d: %s: InboxState %d %s, the unread set %d %s", step, n, st.UnreadCount, st.Fingerprint, en, want)
+			}
+		}
+	}
+	for _, k := range []string{"send", "mark", "drain", "unread", "archive", "delete"} {
+		if kinds[k] == 0 {
+			t.Errorf("the mix had no %s that changed anything: %v", k, kinds)
+		}
+	}
+	if wrong, err := postgres.CountMismatches(ctx, s); err != nil || len(wrong) > 0 {
+		t.Fatalf("counts unlike a recount: %v %v", wrong, err)
 	}
 }

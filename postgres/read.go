@@ -335,7 +335,7 @@ type drained struct {
 // updates and the count are parts of one statement: one snapshot. It
 // moves every delivery it marked (a personal one in the caller's counts, a
 // role one in its queue's) from the unread, unarchived counts to the read
-// ones and takes the role ones out of role_unread (its WHERE is their
+// ones (count and seq sum) and takes the role ones out of role_unread (its WHERE is their
 // state before: on the updated row itself, so that a row another holder
 // changed while the drain waited for it is checked again), so the caller
 // sets mailroom.writer_counts.
@@ -347,12 +347,12 @@ var drainSQL = callerArgs + `,
 		FROM (` + inboxBranches(drainUnread, "")[1] + `) w
 		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL AND d.archived_at IS NULL
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
-	k AS (SELECT $1::bigint AS recipient, via, priority, human, count(*) AS n FROM p GROUP BY 2, 3, 4
-		UNION ALL SELECT recipient, via, priority, human, count(*) FROM r GROUP BY 1, 2, 3, 4),
-	c AS (INSERT INTO mailbox_count AS c (recipient, archived, unread, via, priority, human, n)
-		SELECT k.recipient, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END
+	k AS (SELECT $1::bigint AS recipient, via, priority, human, count(*) AS n, sum(message_seq)::bigint AS seqs FROM p GROUP BY 2, 3, 4
+		UNION ALL SELECT recipient, via, priority, human, count(*), sum(message_seq)::bigint FROM r GROUP BY 1, 2, 3, 4),
+	c AS (INSERT INTO mailbox_count AS c (recipient, archived, unread, via, priority, human, n, seqs)
+		SELECT k.recipient, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END, CASE WHEN s.unread THEN -k.seqs ELSE k.seqs END
 		FROM k CROSS JOIN (VALUES (true), (false)) AS s (unread) ORDER BY 1, 3, 4, 5, 6
-		ON CONFLICT (recipient, archived, unread, via, priority, human) DO UPDATE SET n = c.n + excluded.n),
+		ON CONFLICT (recipient, archived, unread, via, priority, human) DO UPDATE SET n = c.n + excluded.n, seqs = c.seqs + excluded.seqs),
 	ru AS (DELETE FROM role_unread x USING r WHERE x.recipient = r.recipient AND x.message_seq = r.message_seq)
 	SELECT u.recipient, count(*), min(u.message_seq), max(u.message_seq)
 		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT recipient, message_seq FROM r) u GROUP BY u.recipient

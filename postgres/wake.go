@@ -26,7 +26,13 @@ func (rs roleSet) roleNames(me mailroom.Identity) []string {
 }
 
 // InboxState counts the caller's unread inbox and sums its seqs: with the
-// watermark that is a fingerprint of the unread set.
+// watermark that is a fingerprint of the unread set. Both are sums over
+// count rows (mailbox_count keeps each count's seq sum, migration 0010):
+// the personal counts plus the role queues' less the candidates the role
+// branch leaves out (roleHidden), as list totals and the status count
+// them, so a wake round's check costs the caller's own activity, not the
+// size of their unread set (96 ms of server CPU for a role queue of
+// 100,000 when the set was summed row by row).
 func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -40,9 +46,7 @@ func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 			return err
 		}
 		st.Roles = roles.roleNames(me)
-		b := inboxBranches(unreadCond, "")
-		if err := tx.QueryRow(ctx, callerArgs+`SELECT count(*), coalesce(sum(seq), 0)::bigint FROM (`+b[0]+` UNION ALL `+b[1]+`) u`,
-			exec([]any{me.ID, roles.ids, roles.own})...).Scan(&st.UnreadCount, &sum); err != nil {
+		if err := tx.QueryRow(ctx, inboxStateSQL, me.ID, roles.ids, roles.own).Scan(&st.UnreadCount, &sum); err != nil {
 			return err
 		}
 		st.Watermark, err = watermark(ctx, tx, me, roles)
@@ -54,6 +58,15 @@ func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 	st.Fingerprint = mailroom.InboxFingerprint(st.UnreadCount, sum, st.Watermark)
 	return st, nil
 }
+
+// inboxStateSQL counts and sums the caller's unread, unarchived inbox
+// from the counters ($1 the caller, $2 their role mailboxes, $3 their own
+// successor's): the personal mailbox's and the role queues' counts less
+// the unread hidden candidates.
+var inboxStateSQL = `SELECT c.n - h.n, c.s - h.s
+	FROM (SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(seqs), 0)::bigint AS s FROM mailbox_count
+		WHERE (recipient = $1 OR recipient = ANY($2)) AND unread AND NOT archived) c,
+	(SELECT count(*) AS n, coalesce(sum(h.message_seq), 0)::bigint AS s FROM (` + roleHidden + unreadCond + `) h) h`
 
 // NewMail returns unread inbox mail committed after since, oldest first.
 func (s *Store) NewMail(ctx context.Context, since string, includeRoles bool, limit int) (mailroom.NewMail, error) {
