@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"reflect"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/postgres"
 	"github.com/mailroom/mailroom/postgres/pgtest"
+	"github.com/mailroom/mailroom/storetest"
 )
 
 // A database from before migration 0005 gets its counts from the
@@ -407,88 +407,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 func TestInboxStateMatchesTheUnreadSet(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t), postgres.Options{})
-	names := []string{"alice", "bob", "carol"}
-	who := map[string]context.Context{}
-	for _, n := range names {
-		id, err := s.EnsureAgent(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		who[n] = mailroom.WithCaller(ctx, id)
-	}
-	for _, g := range [][2]string{{"bob", "ops"}, {"bob", "triage"}, {"carol", "ops"}} {
-		if err := s.GrantRole(ctx, g[0], g[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addrs := []string{"@alice", "@bob", "@carol", "*", "role:ops", "role:triage", "role:next-session-of-bob"}
-	rng := rand.New(rand.NewPCG(3, 5))
-	var ids []string
-	pick := func() string {
-		if len(ids) == 0 {
-			return "MESSAGE:none"
-		}
-		return ids[rng.IntN(len(ids))]
-	}
-	kinds := map[string]int{}
-	for step := range 300 {
-		c := who[names[rng.IntN(len(names))]]
-		switch k := rng.IntN(10); {
-		case k < 5:
-			d := draft(t, addrs[rng.IntN(len(addrs))])
-			if rng.IntN(2) == 0 {
-				a, err := mailroom.ParseAddress(addrs[rng.IntN(len(addrs))])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if a != d.To[0] {
-					d.To = append(d.To, a)
-				}
-			}
-			if r, err := s.Send(c, d); err == nil {
-				ids = append(ids, r.MessageID)
-				kinds["send"]++
-			}
-		case k < 6:
-			if r := s.MarkRead(c, []string{pick()}); r[0].Status == "read" {
-				kinds["mark"]++
-			}
-		case k < 7:
-			if rc, err := s.MarkAllRead(c, "", rng.IntN(2) == 0); err == nil && rc.ReadCount > 0 {
-				kinds["drain"]++
-			}
-		case k < 8:
-			if _, err := s.MarkUnread(c, pick()); err == nil {
-				kinds["unread"]++
-			}
-		case k < 9:
-			if _, err := s.Archive(c, pick()); err == nil {
-				kinds["archive"]++
-			}
-		default:
-			if _, err := s.Delete(c, pick()); err == nil {
-				kinds["delete"]++
-			}
-		}
-		for _, n := range names {
-			st, err := s.InboxState(who[n])
-			if err != nil {
-				t.Fatal(err)
-			}
-			en, esum, err := postgres.ExactUnread(who[n], s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := mailroom.InboxFingerprint(en, esum, st.Watermark); st.UnreadCount != en || st.Fingerprint != want {
-				t.Fatalf("step %d: %s: InboxState %d %s, the unread set %d %s", step, n, st.UnreadCount, st.Fingerprint, en, want)
-			}
-		}
-	}
-	for _, k := range []string{"send", "mark", "drain", "unread", "archive", "delete"} {
-		if kinds[k] == 0 {
-			t.Errorf("the mix had no %s that changed anything: %v", k, kinds)
-		}
-	}
+	storetest.InboxStateMatchesTheUnreadSet(t, s, func(c context.Context) (int, int64, error) { return postgres.ExactUnread(c, s) })
 	if wrong, err := postgres.CountMismatches(ctx, s); err != nil || len(wrong) > 0 {
 		t.Fatalf("counts unlike a recount: %v %v", wrong, err)
 	}

@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/sqlite"
 	"github.com/mailroom/mailroom/sqlite/benchstore"
+	"github.com/mailroom/mailroom/storetest"
 )
 
 func checkNoMismatch(t *testing.T, s *sqlite.Store, when string) {
@@ -222,69 +222,10 @@ func downgrade(version int) []string {
 	return append(q, `DELETE FROM schema_migration WHERE version >= `+strconv.Itoa(version))
 }
 
-// InboxState's fingerprint comes from counts: after each of a random mix of
-// mailbox changes it equals the unread count and seq sum of the inbox
-// branches themselves, for every identity, and the counts match a recount.
+// InboxState's fingerprint comes from counts: it matches the unread set
+// after each step of a random mix, and the counts match a recount.
 func TestInboxStateMatchesTheUnreadSet(t *testing.T) {
-	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true})
-	names := []string{"alice", "bob", "carol"}
-	who := map[string]context.Context{}
-	for _, n := range names {
-		who[n] = agent(t, s, n)
-	}
-	for _, g := range [][2]string{{"bob", "ops"}, {"bob", "triage"}, {"carol", "ops"}} {
-		if err := s.GrantRole(ctx, g[0], g[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addrs := []string{"@alice", "@bob", "@carol", "*", "role:ops", "role:triage", "role:next-session-of-bob"}
-	rng := rand.New(rand.NewPCG(3, 5))
-	var ids []string
-	pick := func() string {
-		if len(ids) == 0 {
-			return "MESSAGE:none"
-		}
-		return ids[rng.IntN(len(ids))]
-	}
-	for step := range 300 {
-		c := who[names[rng.IntN(len(names))]]
-		switch k := rng.IntN(10); {
-		case k < 5:
-			to := []string{addrs[rng.IntN(len(addrs))]}
-			if rng.IntN(2) == 0 {
-				to = append(to, addrs[rng.IntN(len(addrs))])
-			}
-			if to[0] == to[len(to)-1] && len(to) == 2 {
-				to = to[:1]
-			}
-			if r, err := s.Send(c, draftTo(t, to...)); err == nil {
-				ids = append(ids, r.MessageID)
-			}
-		case k < 6:
-			s.MarkRead(c, []string{pick()})
-		case k < 7:
-			_, _ = s.MarkAllRead(c, "", rng.IntN(2) == 0)
-		case k < 8:
-			_, _ = s.MarkUnread(c, pick())
-		case k < 9:
-			_, _ = s.Archive(c, pick())
-		default:
-			_, _ = s.Delete(c, pick())
-		}
-		for _, n := range names {
-			st, err := s.InboxState(who[n])
-			if err != nil {
-				t.Fatal(err)
-			}
-			en, esum, err := sqlite.ExactUnread(who[n], s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := mailroom.InboxFingerprint(en, esum, st.Watermark); st.UnreadCount != en || st.Fingerprint != want {
-				t.Fatalf("step %d: %s: InboxState %d %s, the unread set %d %s", step, n, st.UnreadCount, st.Fingerprint, en, want)
-			}
-		}
-	}
+	storetest.InboxStateMatchesTheUnreadSet(t, s, func(c context.Context) (int, int64, error) { return sqlite.ExactUnread(c, s) })
 	checkNoMismatch(t, s, "after the mix")
 }
