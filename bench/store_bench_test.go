@@ -3,14 +3,12 @@ package bench_test
 import (
 	"context"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/bench"
 	"github.com/mailroom/mailroom/postgres"
+	"github.com/mailroom/mailroom/postgres/pgtest"
 	"github.com/mailroom/mailroom/sqlite"
 )
 
@@ -74,56 +72,24 @@ func BenchmarkSeededInbox(b *testing.B) {
 		{"cursor-at-90pct", mailroom.ListInput{Cursor: deep}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			cpu := serverCPU()
+			cpu := pgtest.ServerCPU()
 			for b.Loop() {
 				list(tc.in)
 			}
-			reportServerCPU(b, cpu)
+			pgtest.ReportServerCPU(b, cpu, b.N)
 		})
 	}
 	// agent-0 holds role:reviewer, whose queue is a tenth of the store:
 	// mailbox_status counts it.
 	b.Run("status", func(b *testing.B) {
-		cpu := serverCPU()
+		cpu := pgtest.ServerCPU()
 		for b.Loop() {
 			if _, err := s.Status(c); err != nil {
 				b.Fatal(err)
 			}
 		}
-		reportServerCPU(b, cpu)
+		pgtest.ReportServerCPU(b, cpu, b.N)
 	})
-}
-
-// serverCPU is the user+system CPU of the PostgreSQL server whose
-// postmaster is MAILROOM_BENCH_PG_PID and its children (-1 without it),
-// as postgres/bench_test.go measures it.
-func serverCPU() time.Duration {
-	pid := os.Getenv("MAILROOM_BENCH_PG_PID")
-	if pid == "" {
-		return -1
-	}
-	var ticks int64
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-		if len(f) > 13 && (f[1] == pid || d.Name() == pid) {
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + s
-		}
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
-func reportServerCPU(b *testing.B, start time.Duration) {
-	if start < 0 {
-		return
-	}
-	b.ReportMetric(float64((serverCPU()-start).Microseconds())/1000/float64(b.N), "server-cpu-ms/op")
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -3,10 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,13 +82,13 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	rt.n.Store(0)
-	cpu := serverCPU(b)
+	cpu := pgtest.ServerCPU()
 	for b.Loop() {
 		if _, err := e.s.Send(e.alice, d); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportServerCPU(b, cpu, b.N)
+	pgtest.ReportServerCPU(b, cpu, b.N)
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
 }
 
@@ -126,14 +123,14 @@ func BenchmarkListInbox(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
-			cpu := serverCPU(b)
+			cpu := pgtest.ServerCPU()
 			for b.Loop() {
 				p, err := e.s.List(e.bob, f)
 				if err != nil || p.TotalCount != wantTotal(tc.in, tc.total) {
 					b.Fatalf("%v %d", err, p.TotalCount)
 				}
 			}
-			reportServerCPU(b, cpu, b.N)
+			pgtest.ReportServerCPU(b, cpu, b.N)
 		})
 	}
 }
@@ -169,14 +166,14 @@ func BenchmarkDrain(b *testing.B) {
 				} else {
 					e.seed(b, n)
 				}
-				cpu := serverCPU(b)
+				cpu := pgtest.ServerCPU()
 				b.StartTimer()
 				rc, err := e.s.MarkAllRead(e.bob, "", roles)
 				if err != nil || rc.DurableCount != n || rc.Status != "read" {
 					b.Fatalf("%+v %v", rc, err)
 				}
 				b.StopTimer()
-				reportServerCPU(b, cpu, 1)
+				pgtest.ReportServerCPU(b, cpu, 1)
 				b.StartTimer()
 			}
 		})
@@ -229,51 +226,16 @@ func BenchmarkPurge(b *testing.B) {
 		if _, err := e.s.MarkAllRead(e.bob, "", false); err != nil {
 			b.Fatal(err)
 		}
-		cpu := serverCPU(b)
+		cpu := pgtest.ServerCPU()
 		b.StartTimer()
 		rep, err := e.s.Purge(context.Background(), mailroom.PurgeRequest{Before: time.Now().Add(time.Hour)})
 		if err != nil || rep.Messages != n || rep.Deliveries != n {
 			b.Fatalf("%+v %v", rep, err)
 		}
 		b.StopTimer()
-		reportServerCPU(b, cpu, 1)
+		pgtest.ReportServerCPU(b, cpu, 1)
 		b.StartTimer()
 	}
-}
-
-// serverCPU returns the CPU time the benchmark cluster's server processes
-// have used, when MAILROOM_BENCH_PG_PID names its postmaster (the first
-// line of DATADIR/postmaster.pid), else -1: the server's CPU per operation
-// is steadier than wall time on a shared machine.
-func serverCPU(b *testing.B) time.Duration {
-	pid := os.Getenv("MAILROOM_BENCH_PG_PID")
-	if pid == "" {
-		return -1
-	}
-	var ticks int64
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After "(comm)": state ppid ... utime(14) stime(15), 1-based from pid.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-		if len(f) > 13 && (f[1] == pid || d.Name() == pid) {
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + s
-		}
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
-// reportServerCPU reports the server CPU per operation since start.
-func reportServerCPU(b *testing.B, start time.Duration, n int) {
-	if start < 0 {
-		return
-	}
-	b.ReportMetric(float64((serverCPU(b)-start).Microseconds())/1000/float64(n), "server-cpu-ms/op")
 }
 
 // wantTotal is the totalCount a listing of total rows reports: a search
@@ -346,37 +308,37 @@ func BenchmarkRoleQueue(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
-			cpu := serverCPU(b)
+			cpu := pgtest.ServerCPU()
 			for b.Loop() {
 				p, err := e.s.List(e.bob, f)
 				if err != nil || p.TotalCount != tc.want || len(p.Messages) != 50 {
 					b.Fatalf("%v total %d, %d rows", err, p.TotalCount, len(p.Messages))
 				}
 			}
-			reportServerCPU(b, cpu, b.N)
+			pgtest.ReportServerCPU(b, cpu, b.N)
 		})
 	}
 	b.Run("status", func(b *testing.B) {
-		cpu := serverCPU(b)
+		cpu := pgtest.ServerCPU()
 		for b.Loop() {
 			st, err := e.s.Status(e.bob)
 			if err != nil || st.Unread.Role != role || st.Unread.Total != total || !slices.Contains(st.Roles, mailroom.RoleCount{Role: "role:reviewer", Unread: role}) {
 				b.Fatalf("%v %+v %+v", err, st.Unread, st.Roles)
 			}
 		}
-		reportServerCPU(b, cpu, b.N)
+		pgtest.ReportServerCPU(b, cpu, b.N)
 	})
 	// The wake path's fingerprint of the unread set (wait_for_mail, the
 	// inbox resource), asked for every touched inbox on each commit.
 	b.Run("inbox-state", func(b *testing.B) {
-		cpu := serverCPU(b)
+		cpu := pgtest.ServerCPU()
 		for b.Loop() {
 			st, err := e.s.InboxState(e.bob)
 			if err != nil || st.UnreadCount != total {
 				b.Fatalf("%v %+v", err, st)
 			}
 		}
-		reportServerCPU(b, cpu, b.N)
+		pgtest.ReportServerCPU(b, cpu, b.N)
 	})
 	// A drain without roles counts the role mail it leaves (withheld):
 	// through the watermark of a listing, as a client drains what it saw,
@@ -393,14 +355,14 @@ func BenchmarkRoleQueue(b *testing.B) {
 			name = "drain-withheld"
 		}
 		b.Run(name, func(b *testing.B) {
-			cpu := serverCPU(b)
+			cpu := pgtest.ServerCPU()
 			for b.Loop() {
 				rc, err := e.s.MarkAllRead(e.bob, through, false)
 				if err != nil || rc.WithheldRoleCount != role {
 					b.Fatalf("%v %+v", err, rc)
 				}
 			}
-			reportServerCPU(b, cpu, b.N)
+			pgtest.ReportServerCPU(b, cpu, b.N)
 		})
 	}
 }
