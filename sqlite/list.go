@@ -294,15 +294,18 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		} else {
 			var count strings.Builder
 			count.WriteString(`SELECT 0`)
-			inbox := f.Box != mailroom.BoxOutbox
+			// From counts where f's filters are theirs: parts are the
+			// personal branch, one branch per role (counted at once), then
+			// the outbox's.
+			fromCounts := f.Box != mailroom.BoxOutbox && counted(f)
 			for i, p := range parts {
 				switch {
-				case i == 0 && inbox && counted(f):
+				case fromCounts && i == 0:
 					count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
-				case i == 1 && inbox && len(roles) > 0 && counted(f):
-					// The role branches, split per role, are counted at once.
-					count.WriteString(` + ` + roleTotal(countKeys(f, `'role'`, via, priority), dcond, mcond))
-				case i > 0 && i <= len(roles) && inbox && counted(f):
+				case fromCounts && i <= len(roles):
+					if i == 1 {
+						count.WriteString(` + ` + roleTotal(countKeys(f, `'role'`, via, priority), dcond, mcond))
+					}
 				default:
 					count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 				}
