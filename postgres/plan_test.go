@@ -30,24 +30,8 @@ func TestRoleHolderCountsDoNotReadTheQueue(t *testing.T) {
 		{"list role", &mailroom.ListInput{Via: "role", IncludeArchived: true}}, {"list all high", &mailroom.ListInput{Box: "all", Priority: "high"}},
 	}
 	pages := func(queue int) map[string]int {
-		rec := &recorder{}
-		url := pgtest.URL(t)
-		s := open(t, url, postgres.Options{Tracer: rec})
+		s, rec, as := roleHolderStore(t)
 		ctx := context.Background()
-		ids := map[string]mailroom.Identity{}
-		for _, n := range []string{"alice", "bob", "carol"} {
-			id, err := s.EnsureAgent(ctx, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[n] = id
-		}
-		for _, r := range []string{"reviewer", "ops"} {
-			if err := s.GrantRole(ctx, "bob", r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		as := func(who string) context.Context { return mailroom.WithCaller(ctx, ids[who]) }
 		to := func(addrs ...string) mailroom.Draft {
 			d := draft(t, addrs[0])
 			for _, a := range addrs[1:] {
@@ -219,23 +203,8 @@ func TestSmallRoleQueueListingsDoNotWalkTheStore(t *testing.T) {
 		{"list role cursor", mailroom.ListInput{Via: "role", Limit: ptr(5)}},
 	}
 	plans := func(others int) map[string]int {
-		rec := &recorder{}
-		s := open(t, pgtest.URL(t), postgres.Options{Tracer: rec})
+		s, rec, as := roleHolderStore(t)
 		ctx := context.Background()
-		ids := map[string]mailroom.Identity{}
-		for _, n := range []string{"alice", "bob", "carol"} {
-			id, err := s.EnsureAgent(ctx, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[n] = id
-		}
-		for _, r := range []string{"reviewer", "ops"} {
-			if err := s.GrantRole(ctx, "bob", r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		as := func(who string) context.Context { return mailroom.WithCaller(ctx, ids[who]) }
 		for _, m := range []struct {
 			from, to string
 			n        int
@@ -289,4 +258,28 @@ func TestSmallRoleQueueListingsDoNotWalkTheStore(t *testing.T) {
 		}
 	}
 	t.Logf("plan rows beside 1,000 / 8,000 other deliveries: %v / %v", small, large)
+}
+
+// roleHolderStore is a fresh store whose statements rec records: agents
+// alice, bob and carol, bob holding role:reviewer and role:ops; as gives
+// each one's context.
+func roleHolderStore(t *testing.T) (*postgres.Store, *recorder, func(string) context.Context) {
+	t.Helper()
+	rec := &recorder{}
+	s := open(t, pgtest.URL(t), postgres.Options{Tracer: rec})
+	ctx := context.Background()
+	ids := map[string]mailroom.Identity{}
+	for _, n := range []string{"alice", "bob", "carol"} {
+		id, err := s.EnsureAgent(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = id
+	}
+	for _, r := range []string{"reviewer", "ops"} {
+		if err := s.GrantRole(ctx, "bob", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, rec, func(who string) context.Context { return mailroom.WithCaller(ctx, ids[who]) }
 }
