@@ -208,7 +208,7 @@ type InboxState struct {
 	Watermark   *string
 	Fingerprint string
 	// Roles are the roles the caller holds (explicit and implicit), for
-	// Change.Touches.
+	// Change.Touches: sorted, each once.
 	Roles []string
 }
 

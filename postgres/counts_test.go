@@ -240,8 +240,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 	type view struct {
 		st     mailroom.Status
 		totals []int
-		unread int    // InboxState's count
-		print  string // and fingerprint (its Roles come in map order)
+		inbox  mailroom.InboxState
 	}
 	views := func() map[string]view {
 		out := map[string]view{}
@@ -255,7 +254,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := view{st: st, unread: in.UnreadCount, print: in.Fingerprint}
+			v := view{st: st, inbox: in}
 			for _, in := range []mailroom.ListInput{{}, {UnreadOnly: true}, {Via: "role", IncludeArchived: true}, {ArchivedOnly: true}, {Priority: "high", Box: "all"}} {
 				f, _ := in.Filter()
 				p, err := s.List(as(who), f)

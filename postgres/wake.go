@@ -14,15 +14,15 @@ import (
 const unreadCond = ` AND d.read_at IS NULL AND d.archived_at IS NULL`
 
 // roleNames lists the names of a caller's roles (implicit ones too, which
-// have no mailbox until first addressed), for Change.Touches.
+// have no mailbox until first addressed), for Change.Touches: sorted, each
+// once (InboxState.Roles).
 func (rs roleSet) roleNames(me mailroom.Identity) []string {
 	out := me.ImplicitRoles()
 	for _, n := range rs.names {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
+		out = append(out, n)
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // InboxState counts the caller's unread inbox and sums its seqs: with the

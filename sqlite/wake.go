@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/mailroom/mailroom"
@@ -39,7 +40,10 @@ func (s *Store) InboxState(ctx context.Context) (mailroom.InboxState, error) {
 	if err := json.Unmarshal([]byte(grants), &granted); err != nil {
 		return mailroom.InboxState{}, err
 	}
+	// Sorted, each once (an implicit role may be granted explicitly too).
 	st.Roles = append(st.Roles, granted...)
+	slices.Sort(st.Roles)
+	st.Roles = slices.Compact(st.Roles)
 	if wm.Valid {
 		st.Watermark = &wm.String
 	}

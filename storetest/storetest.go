@@ -1153,6 +1153,18 @@ func testInboxState(t *testing.T, s mailroom.Store) {
 	if _, err := s.InboxState(e.ctx); mailroom.ErrorCode(err) != mailroom.EUNAUTHORIZED {
 		t.Fatalf("InboxState without a caller: %v", err)
 	}
+	// Roles come sorted, each once: an implicit role granted explicitly
+	// too is listed once.
+	for _, r := range []string{"next-session", "alpha"} {
+		if err := s.GrantRole(e.ctx, "bob", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if got, want := e.state("bob").Roles, []string{"alpha", "next-session", "next-session-of-bob", "triage"}; !slices.Equal(got, want) {
+			t.Fatalf("bob's roles %q, want %q", got, want)
+		}
+	}
 	m1 := e.send("alice", "@bob")
 	one := e.state("bob")
 	if one.UnreadCount != 1 || one.Watermark == nil || *one.Watermark != m1.MessageID || one.Fingerprint == empty.Fingerprint {
