@@ -51,6 +51,13 @@ func Search(f ListFilter, find func(before int64, scan, need int) ([]int64, int6
 	if err != nil {
 		return SearchPage{}, err
 	}
+	// An offset past the rows a stopped scan found names no row it knows:
+	// the rows at that position lie below the scan, where only a cursor walk
+	// goes on (an empty page there would pass over them unsaid).
+	if f.Offset > len(seqs) && len(seqs) < need && more > 0 {
+		return SearchPage{}, Errorf(EINVALID, "offset %d is past the %d rows this search found: it examines only the %d newest matches of query; give an offset of at most %d and follow nextCursor",
+			f.Offset, len(seqs), b.Scan, len(seqs))
+	}
 	var p SearchPage
 	if len(seqs) == need {
 		p.Total, p.Exact = need-1, false // at least that many

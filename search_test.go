@@ -1,6 +1,7 @@
 package mailroom_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mailroom/mailroom"
@@ -159,5 +160,30 @@ func TestSearchCursorsReturnEveryRowOnce(t *testing.T) {
 	}
 	if want != len(got) {
 		t.Fatalf("%d rows, want %d", len(got), want)
+	}
+}
+
+// An offset past the rows a stopped scan found is an error naming the
+// offset: the rows at that position lie below the scan, so an empty page
+// would pass over them. At exactly the rows found the page is empty and
+// its cursor carries on at that position; past the end of a scan that did
+// not stop, the page is empty and is the end.
+func TestSearchOffsetPastAStoppedScan(t *testing.T) {
+	mine := func(s int64) bool { return s%40 == 0 } // 3 in a scan of 100 from the top
+	f := mailroom.ListFilter{Limit: 5, SearchBounds: mailroom.SearchBounds{Scan: 100, Count: 10}}
+	f.Offset = 4
+	_, err := mailroom.Search(f, (&fakeFind{n: 1000, mine: mine}).find)
+	if mailroom.ErrorCode(err) != mailroom.EINVALID || !strings.HasPrefix(err.Error(), "offset 4 is past the 3 rows this search found") {
+		t.Fatalf("offset 4 past a stopped scan of 3 rows: %v", err)
+	}
+	f.Offset = 3
+	p, err := mailroom.Search(f, (&fakeFind{n: 1000, mine: mine}).find)
+	if err != nil || len(p.Seqs) != 0 || p.Exact || p.NextCursor == nil {
+		t.Fatalf("offset 3, at the rows found: %+v %v; want an empty page and a cursor", p, err)
+	}
+	f.Offset = 40
+	p, err = mailroom.Search(f, (&fakeFind{n: 100, mine: mine}).find) // every match examined
+	if err != nil || len(p.Seqs) != 0 || !p.Exact || p.Total != 2 || p.NextCursor != nil {
+		t.Fatalf("offset 40 past a whole search: %+v %v; want an empty last page, exact", p, err)
 	}
 }

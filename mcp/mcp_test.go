@@ -748,6 +748,38 @@ func TestFullTextSearchAcceptsAnyText(t *testing.T) {
 	}
 }
 
+// A search examines only the SearchScan newest matches: when all of them
+// are someone else's mail, the page is empty, its total only a lower
+// bound, and nextCursor leads on to the caller's older matches. An offset
+// past the rows it found is an error that says how to go on: an empty page
+// there would pass over rows below the scan without a word.
+func TestFullTextSearchPastItsScan(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	bob := e.as("bob")
+	e.as("carol")
+	older := e.seed("alice", []string{"@bob"}, 5)
+	e.seed("alice", []string{"@carol"}, mailroom.SearchScan)
+	var p struct {
+		page
+		TotalCountExact bool `json:"totalCountExact"`
+	}
+	bob.ok("list_messages", map[string]any{"query": "seeded"}, &p)
+	if len(p.Messages) != 0 || p.TotalCount != 0 || p.TotalCountExact || p.NextOffset != nil || p.NextCursor == nil {
+		t.Fatalf("a scan of carol's mail only: %d rows, total %d exact %v, nextOffset %v, nextCursor %v; want none, 0 as a lower bound, a cursor",
+			len(p.Messages), p.TotalCount, p.TotalCountExact, p.NextOffset, p.NextCursor)
+	}
+	slices.Reverse(older)
+	if next := bob.list(map[string]any{"query": "seeded", "cursor": *p.NextCursor}); !slices.Equal(next.ids(), older) || next.NextCursor != nil {
+		t.Fatalf("the page past the scan: %v (nextCursor %v), want bob's %v", next.ids(), next.NextCursor, older)
+	}
+	bob.failWith("list_messages", map[string]any{"query": "seeded", "offset": 3},
+		"offset 3 is past the 0 rows this search found: it examines only the 10000 newest matches of query; give an offset of at most 0 and follow nextCursor")
+	if p := bob.list(map[string]any{"query": "seeded", "offset": 0}); p.NextCursor == nil {
+		t.Fatal("offset 0 lost its cursor")
+	}
+}
+
 func TestAntiSpoof(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mailroom/mailroom"
@@ -114,6 +115,49 @@ func testSearchIsBounded(t *testing.T, s mailroom.Store) {
 	}
 	if got := walkSearch(t, list, "dana", mailroom.ListInput{Query: "harbor", Limit: &lim}); len(got) != 0 {
 		t.Fatalf("dana found %d messages she was never sent", len(got))
+	}
+}
+
+// testSearchOffsetPastTheScan: an offset past the rows a stopped scan found
+// is an error naming the offset and how to go on (the rows at that
+// position lie below the scan: an empty page would pass over them); at
+// exactly the rows found the page is empty and its cursor carries on; past
+// the end of a search that examined every match the page is the last.
+func testSearchOffsetPastTheScan(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	b := mailroom.SearchBounds{Scan: 30, Count: 10}
+	list := func(in mailroom.ListInput) (mailroom.Page, error) {
+		f, err := in.Filter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.SearchBounds = b
+		return s.List(e.as("bob"), f)
+	}
+	for _, m := range []struct {
+		to, body string
+		n        int
+	}{{"@bob", "the harbor at dawn", 4}, {"@carol", "the harbor at noon", b.Scan}, {"@bob", "the harbor at dusk", 3}, {"@bob", "a comet", 2}} {
+		for range m.n {
+			if _, err := e.trySend("alice", mailroom.SendInput{To: []string{m.to}, Body: m.body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The scan's 30 newest harbor matches hold bob's 3 at dusk.
+	if _, err := list(mailroom.ListInput{Query: "harbor", Offset: ptr(4)}); mailroom.ErrorCode(err) != mailroom.EINVALID ||
+		!strings.HasPrefix(err.Error(), "offset 4 is past the 3 rows this search found") {
+		t.Fatalf("offset 4 past a stopped scan of 3 rows: %v", err)
+	}
+	p, err := list(mailroom.ListInput{Query: "harbor", Offset: ptr(3)})
+	if err != nil || len(p.Messages) != 0 || p.TotalCountExact || p.NextCursor == nil || p.NextOffset != nil {
+		t.Fatalf("offset 3, at the rows found: %+v %v; want an empty page, a lower bound and a cursor", p, err)
+	}
+	if p, err = list(mailroom.ListInput{Query: "harbor", Cursor: p.NextCursor}); err != nil || len(p.Messages) != 4 || p.NextCursor != nil {
+		t.Fatalf("its cursor page: %d rows %v, nextCursor %v; want bob's 4 at dawn, the last page", len(p.Messages), err, p.NextCursor)
+	}
+	if p, err = list(mailroom.ListInput{Query: "comet", Offset: ptr(5)}); err != nil || len(p.Messages) != 0 || !p.TotalCountExact || p.TotalCount != 2 || p.NextCursor != nil {
+		t.Fatalf("offset 5 past a search that examined every match: %+v %v; want an empty last page of an exact 2", p, err)
 	}
 }
 

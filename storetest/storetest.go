@@ -42,6 +42,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
 	t.Run("CursorPaging", func(t *testing.T) { testCursorPaging(t, open(t)) })
 	t.Run("SearchIsBounded", func(t *testing.T) { testSearchIsBounded(t, open(t)) })
+	t.Run("SearchOffsetPastTheScan", func(t *testing.T) { testSearchOffsetPastTheScan(t, open(t)) })
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, open(t)) })
 	t.Run("ConcurrentSends", func(t *testing.T) { testConcurrentSends(t, open(t)) })
