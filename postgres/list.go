@@ -315,53 +315,11 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				// hashed subplan; it drops a LIMIT 1) to answer the probes.
 				mine[i] = `EXISTS (` + b + ` OFFSET 0)`
 			}
-			// As in sqlite/: one statement keeps the caller's rows among the
-			// newest matches, and a second asks whether matches go on past
-			// the scan only when the first found fewer than needed.
-			//
-			// The matches are a MATERIALIZED CTE, planned for all scan of
-			// them: planned under the outer LIMIT, a word in 1% of the
-			// messages walked the message key backwards through 90,000 rows
-			// (the planner prices @@ per row far too cheaply; 53 ms at 1M)
-			// where the GIN index and a sort of its 10,700 matches take
-			// 6 ms. A word in most messages still walks the key, stopping
-			// at the need-th of the caller's rows: the CTE is read as the
-			// outer query asks. The outer query has no ORDER BY (one over a
-			// CTE is a sort of every row that passes, 20 ms for a word in
-			// every message): a CTE's rows come in the order it made them;
-			// should that ever not hold, the sorted form runs instead.
-			find := func(before int64, scan, need int) ([]int64, int64, error) {
-				matches := `SELECT seq FROM message WHERE fts @@ ` + search
-				if before > 0 {
-					matches += ` AND seq < ` + strconv.FormatInt(before, 10)
-				}
-				matches += ` ORDER BY seq DESC`
-				kept := callerArgs + `, w AS MATERIALIZED (` + matches + ` LIMIT ` + strconv.Itoa(scan) + `) SELECT w.seq FROM w WHERE ` +
-					strings.Join(mine, " OR ")
-				seqs, err := int64s(ctx, tx, kept+` LIMIT `+strconv.Itoa(need), args)
-				if err == nil && !descending(seqs) {
-					seqs, err = int64s(ctx, tx, kept+` ORDER BY w.seq DESC LIMIT `+strconv.Itoa(need), args)
-				}
-				if err != nil || len(seqs) == need {
-					return seqs, 0, err
-				}
-				// Its own parameters: the server must know the type of every
-				// one it is given, and this uses only the words.
-				var words []any
-				tsq := tsquery(f.Search, func(v any) string {
-					words = append(words, v)
-					return "$" + strconv.Itoa(len(words))
-				})
-				q := `SELECT seq FROM message WHERE fts @@ ` + tsq
-				if before > 0 {
-					q += ` AND seq < ` + strconv.FormatInt(before, 10)
-				}
-				past, err := int64s(ctx, tx, q+` ORDER BY seq DESC LIMIT 2 OFFSET `+strconv.Itoa(scan-1), words)
-				if err != nil || len(past) < 2 {
-					return seqs, 0, err
-				}
-				return seqs, past[0], nil
+			plan, err := readSearchPlan(ctx, tx, me, roles, f, s.walkSpan)
+			if err != nil {
+				return err
 			}
+			find := searchFinder(ctx, tx, args, search, mine, plan)
 			sp, err := mailroom.Search(f, find)
 			if err != nil {
 				return err

@@ -78,6 +78,9 @@ type Store struct {
 	hooks  Hooks
 	terms  func(subject, body string) []string
 	clock  func() time.Time
+	// walkSpan, set by tests, makes every search walk that many seqs
+	// first (searchPlan).
+	walkSpan int64
 
 	changes   *mailroom.ChangeHub
 	channel   string // the schema's NOTIFY channel

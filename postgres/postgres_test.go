@@ -387,3 +387,19 @@ func TestPoolConnectionsRunWithoutJIT(t *testing.T) {
 		t.Errorf("URL with jit=on: jit = %q, want on", jit)
 	}
 }
+
+// A search that walks the message key gives what the index gives: the
+// store suite's full-text cases, with every search walking a few seqs and
+// then going on through the index, or walking the whole store.
+func TestSearchWalksKeepTheResults(t *testing.T) {
+	for _, span := range []int64{7, 1 << 40} {
+		t.Run(fmt.Sprint(span), func(t *testing.T) {
+			storetest.RunSearch(t, func(t *testing.T) mailroom.Store {
+				t.Parallel()
+				s := open(t, pgtest.URL(t), postgres.Options{Now: storetest.NewClock().Now})
+				postgres.WalkSearches(s, span)
+				return s
+			})
+		})
+	}
+}
