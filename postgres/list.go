@@ -315,7 +315,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				// hashed subplan; it drops a LIMIT 1) to answer the probes.
 				mine[i] = `EXISTS (` + b + ` OFFSET 0)`
 			}
-			plan, err := readSearchPlan(ctx, tx, me, roles, f, s.walkSpan)
+			plan, err := s.readSearchPlan(ctx, tx, me, roles, f)
 			if err != nil {
 				return err
 			}

@@ -81,6 +81,7 @@ type Store struct {
 	// walkSpan, set by tests, makes every search walk that many seqs
 	// first (searchPlan).
 	walkSpan int64
+	words    wordStats // recent queries' word statistics
 
 	changes   *mailroom.ChangeHub
 	channel   string // the schema's NOTIFY channel

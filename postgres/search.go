@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,14 +56,51 @@ type searchPlan struct {
 	force  int64     // tests: walk this many seqs whatever the estimate
 }
 
-// searchPlanSQL reads a searchPlan: $1 the caller, $2 their role mailboxes,
-// $3 the query's plain words (stemmed as the query stems them).
-const searchPlanSQL = `SELECT
-	(SELECT coalesce(array_agg(coalesce(f.freq, 0)::float8), '{}') FROM unnest(tsvector_to_array(to_tsvector('mailroom', $3))) l(lexeme)
-		LEFT JOIN (SELECT u.e, u.freq FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) u(e, freq)
-			WHERE s.schemaname = current_schema() AND s.tablename = 'message' AND s.attname = 'fts') f ON f.e = l.lexeme),
-	(SELECT coalesce(max(seq), 0) FROM message),
+// wordFreqSQL reads the share of messages holding each of the words $1
+// (stemmed as a query stems them; 0 for a word ANALYZE found too rare to
+// keep, or before it has run) from the column statistics.
+const wordFreqSQL = `SELECT coalesce(array_agg(coalesce(f.freq, 0)::float8), '{}') FROM unnest(tsvector_to_array(to_tsvector('mailroom', $1))) l(lexeme)
+	LEFT JOIN (SELECT u.e, u.freq FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) u(e, freq)
+		WHERE s.schemaname = current_schema() AND s.tablename = 'message' AND s.attname = 'fts') f ON f.e = l.lexeme`
+
+// searchSizeSQL reads the newest seq and the caller's deliveries ($1 the
+// caller, $2 their role mailboxes) from the counters.
+const searchSizeSQL = `SELECT (SELECT coalesce(max(seq), 0) FROM message),
 	(SELECT coalesce(sum(n), 0)::float8 FROM mailbox_count WHERE recipient = $1 OR recipient = ANY($2))`
+
+// wordStats keeps what wordFreqSQL said of recent queries for a while:
+// the statistics change only when ANALYZE runs, and reading pg_stats costs
+// 2-4 ms of server CPU (mostly planning the view), as much as a selective
+// search itself.
+type wordStats struct {
+	mu    sync.Mutex
+	since time.Time
+	freqs map[string][]float64
+}
+
+const (
+	wordStatsFor = time.Minute
+	wordStatsMax = 1024 // queries kept; all are dropped when it fills
+)
+
+func (w *wordStats) get(key string, now time.Time) ([]float64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.since) > wordStatsFor || now.Before(w.since) {
+		w.freqs, w.since = nil, now
+	}
+	f, ok := w.freqs[key]
+	return f, ok
+}
+
+func (w *wordStats) put(key string, f []float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.freqs == nil || len(w.freqs) >= wordStatsMax {
+		w.freqs = map[string][]float64{}
+	}
+	w.freqs[key] = f
+}
 
 // walkable reports whether a search by f may walk: plain words only (a
 // prefix matches lexemes the statistics do not add up), and no filter
@@ -78,16 +118,28 @@ func walkable(f mailroom.ListFilter) bool {
 
 // readSearchPlan reads the plan of a search by f, or the zero plan (the
 // index) when f may not walk.
-func readSearchPlan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, roles roleSet, f mailroom.ListFilter, force int64) (searchPlan, error) {
-	p := searchPlan{force: force}
-	if !walkable(f) && force == 0 {
+func (s *Store) readSearchPlan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, roles roleSet, f mailroom.ListFilter) (searchPlan, error) {
+	p := searchPlan{force: s.walkSpan}
+	if !walkable(f) && p.force == 0 {
 		return p, nil
 	}
 	words := make([]string, len(f.Search))
 	for i, t := range f.Search {
 		words[i] = t.Word
 	}
-	err := tx.QueryRow(ctx, searchPlanSQL, me.ID, roles.ids, strings.Join(words, " ")).Scan(&p.freqs, &p.newest, &p.inbox)
+	key := strings.Join(words, " ")
+	freqs, ok := s.words.get(key, s.clock())
+	if !ok {
+		if err := tx.QueryRow(ctx, wordFreqSQL, key).Scan(&freqs); err != nil {
+			return p, err
+		}
+		s.words.put(key, freqs)
+	}
+	p.freqs = freqs
+	if p.force == 0 && (len(freqs) == 0 || slices.Contains(freqs, 0)) {
+		return p, nil // no walk: a rare or unknown word has a short posting list
+	}
+	err := tx.QueryRow(ctx, searchSizeSQL, me.ID, roles.ids).Scan(&p.newest, &p.inbox)
 	return p, err
 }
 
