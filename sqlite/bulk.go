@@ -123,8 +123,8 @@ func (s *Store) SendSeq(ctx context.Context, sends iter.Seq[mailroom.BulkSend]) 
 // (it flushes at each statement's savepoint), and every segment is merged
 // later.
 func indexBulk(ctx context.Context, tx *ptx, first, last int64) error {
-	_, err := tx.Tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body)
-		SELECT seq, subject, body FROM message WHERE seq BETWEEN ? AND ? ORDER BY seq`, first, last)
+	_, err := tx.Tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience)
+		SELECT seq, subject, body, audience FROM message_text WHERE seq BETWEEN ? AND ? ORDER BY seq`, first, last)
 	return err
 }
 
@@ -201,7 +201,8 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM message`).Scan(&first); err != nil {
 		return 0, err
 	}
-	var threads, messages, tos, deliveries, sessions, tickets, concepts, jobs []any
+	aud := p.audience(me.ID)
+	var threads, messages, audiences, tos, deliveries, sessions, tickets, concepts, jobs []any
 	for i := range k {
 		seq := first + int64(i)
 		at := ts(tx.now())
@@ -211,6 +212,7 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 			threads = append(threads, threadID, at)
 		}
 		messages = append(messages, seq, mailroom.NewMessageID(), d.Subject, d.Body, at, d.Priority, me.ID, threadID, d.OriginSessionID, p.parentSeq)
+		audiences = append(audiences, seq, aud)
 		for j, a := range p.addrs {
 			tos = append(tos, seq, j, a)
 		}
@@ -242,6 +244,7 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 	}{
 		{`INSERT INTO thread (id, created_at) VALUES `, 2, threads, ``},
 		{`INSERT INTO message (seq, id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to) VALUES `, 10, messages, ``},
+		{`INSERT INTO message_audience (message_seq, tokens) VALUES `, 2, audiences, ``},
 		{`INSERT INTO message_to (message_seq, position, address) VALUES `, 3, tos, ``},
 		{`INSERT INTO delivery (message_seq, recipient_id, role, via, delivered_at) VALUES `, 5, deliveries, ``},
 		{`INSERT INTO message_session (message_seq, session_id) VALUES `, 2, sessions, ``},

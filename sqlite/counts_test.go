@@ -205,8 +205,9 @@ func draftTo(t testing.TB, to ...string) mailroom.Draft {
 }
 
 // downgrade is the SQL that takes a store back to before migration
-// version (9, 10): the counts' tables, triggers and columns of it and
-// every later migration go, and so do their records.
+// version (9, 10): the counts' tables, triggers and columns of it and of
+// every later counts migration (up to 11) go, and so do their records.
+// Later migrations stay applied: they do not touch the counts.
 func downgrade(version int) []string {
 	q := []string{
 		`DROP TRIGGER IF EXISTS delivery_count_insert`, `DROP TRIGGER IF EXISTS delivery_count_delete`,
@@ -219,7 +220,7 @@ func downgrade(version int) []string {
 	} else {
 		q = append(q, `ALTER TABLE mailbox_count DROP COLUMN seqs`)
 	}
-	return append(q, `DELETE FROM schema_migration WHERE version >= `+strconv.Itoa(version))
+	return append(q, `DELETE FROM schema_migration WHERE version BETWEEN `+strconv.Itoa(version)+` AND 11`)
 }
 
 // InboxState's fingerprint comes from counts: it matches the unread set

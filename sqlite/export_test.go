@@ -134,3 +134,16 @@ func ExactUnread(ctx context.Context, s *Store) (n int, sum int64, err error) {
 	})
 	return n, sum, err
 }
+
+// Audiences returns each message's audience tokens (seq: tokens), in seq
+// order.
+func Audiences(ctx context.Context, s *Store) ([]string, error) {
+	return strs(ctx, s, `SELECT message_seq || ': ' || tokens FROM message_audience ORDER BY message_seq`)
+}
+
+// FTSIntegrity runs FTS5's integrity check of the full-text index against
+// its content (migration 0013's message_text).
+func FTSIntegrity(ctx context.Context, s *Store) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rank) VALUES ('integrity-check', 1)`)
+	return err
+}

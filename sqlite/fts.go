@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"encoding/hex"
 	"strings"
 
 	"github.com/mailroom/mailroom"
@@ -20,4 +21,54 @@ func ftsQuery(terms []mailroom.SearchTerm) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, " ")
+}
+
+// textMatch is the FTS5 query for search terms in a message's text: its
+// subject and body, never its audience column.
+func textMatch(terms []mailroom.SearchTerm) string {
+	return `{subject body} : (` + ftsQuery(terms) + `)`
+}
+
+// The audience tokens of a message's full-text row (migration 0013): who
+// it reaches, fixed at send time, so that a search asks FTS5 only for
+// matches a listing of the caller can show.
+func senderToken(id int64) string    { return "s" + itoa(int(id)) }
+func recipientToken(id int64) string { return "r" + itoa(int(id)) }
+func roleToken(role string) string   { return "q" + hex.EncodeToString([]byte(role)) + "0" }
+
+const broadcastToken = "b"
+
+// audience is the tokens of a message p plans from sender: the sender, each
+// direct recipient, b for a broadcast, each role queue.
+func (p sendPlan) audience(sender int64) string {
+	t := []string{senderToken(sender)}
+	for _, r := range p.direct {
+		t = append(t, recipientToken(r.id))
+	}
+	if p.broadcast {
+		t = append(t, broadcastToken)
+	}
+	for _, r := range p.roles {
+		t = append(t, roleToken(r))
+	}
+	return strings.Join(t, " ")
+}
+
+// audienceMatch is the FTS5 condition for the messages a listing of box
+// for me (holding roles) may show: the inbox's personal branch shows mail
+// to me (direct or broadcast), its role branches the queues of roles, the
+// outbox what me sent. It narrows the candidates only; the listing's own
+// branches still decide.
+func audienceMatch(me int64, roles []string, box mailroom.Box) string {
+	var t []string
+	if box != mailroom.BoxOutbox {
+		t = append(t, `"`+recipientToken(me)+`"`, `"`+broadcastToken+`"`)
+		for _, r := range roles {
+			t = append(t, `"`+roleToken(r)+`"`)
+		}
+	}
+	if box != mailroom.BoxInbox {
+		t = append(t, `"`+senderToken(me)+`"`)
+	}
+	return `audience : (` + strings.Join(t, " OR ") + `)`
 }

@@ -118,13 +118,13 @@ func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.Retract
 			return err
 		}
 		// External-content FTS5 forgets a row only when told its old text.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body) VALUES ('delete', ?, ?, ?)`, t.seq, subject, body); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body, audience) SELECT 'delete', seq, subject, body, audience FROM message_text WHERE seq = ?`, t.seq); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE message SET subject = '', body = '', retracted = 1 WHERE seq = ?`, t.seq); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body) VALUES (?, '', '')`, t.seq); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience) SELECT seq, subject, body, audience FROM message_text WHERE seq = ?`, t.seq); err != nil {
 			return err
 		}
 		// A job still queued (or in a worker's hands) would tag the old
@@ -339,7 +339,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rank) VALUES ('secure-delete', 0)`); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body) SELECT 'delete', seq, subject, body FROM message WHERE seq`+in, batch); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body, audience) SELECT 'delete', seq, subject, body, audience FROM message_text WHERE seq`+in, batch); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rank) VALUES ('secure-delete', 1)`); err != nil {
@@ -360,6 +360,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 				`DELETE FROM message_ticket WHERE message_seq` + in,
 				`DELETE FROM concept_job WHERE message_seq` + in,
 				`DELETE FROM message_deleted WHERE message_seq` + in,
+				`DELETE FROM message_audience WHERE message_seq` + in,
 				`UPDATE message SET in_reply_to = NULL WHERE in_reply_to` + in,
 				`DELETE FROM message WHERE seq` + in,
 			} {

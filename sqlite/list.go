@@ -196,12 +196,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.QueryEmpty {
 			mcond += ` AND 0`
 		} else if len(f.Search) > 0 && f.RelatedTo == "" {
-			search = param(ftsQuery(f.Search))
+			search = param(textMatch(f.Search) + ` AND ` + audienceMatch(me.ID, roles, f.Box))
 		} else if len(f.Search) > 0 {
 			// relatedTo bounds the candidates itself. On the delivery's
 			// seq, so the personal branch need not read each match's
 			// message row as well as its delivery.
-			match := `IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(ftsQuery(f.Search)) + `)`
+			match := `IN (SELECT rowid FROM message_fts WHERE message_fts MATCH ` + param(textMatch(f.Search)) + `)`
 			dcond += ` AND d.message_seq ` + match
 			ocond += ` AND m.seq ` + match
 		}

@@ -109,6 +109,9 @@ func TestRetractionLeavesNoTextInTheFile(t *testing.T) {
 	if p, err := s2.List(mailroom.WithCaller(ctx, bob), f); err != nil || p.TotalCount != 40 {
 		t.Fatalf("the index lost its neighbours: %d %v", p.TotalCount, err)
 	}
+	if err := sqlite.FTSIntegrity(ctx, s2); err != nil {
+		t.Fatalf("the index after a retraction: %v", err)
+	}
 }
 
 // TestPurgeLeavesNoTextInTheFile: purged mail leaves the database file's
@@ -150,5 +153,8 @@ func TestPurgeLeavesNoTextInTheFile(t *testing.T) {
 	f, _ := mailroom.ListInput{Query: "weekly"}.Filter()
 	if p, err := s.List(mailroom.WithCaller(ctx, bob), f); err != nil || p.TotalCount != 1 {
 		t.Fatalf("index after purge: %d %v", p.TotalCount, err)
+	}
+	if err := sqlite.FTSIntegrity(ctx, s); err != nil {
+		t.Fatalf("the index after a purge: %v", err)
 	}
 }

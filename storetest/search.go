@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +34,7 @@ func testSearchIsBounded(t *testing.T, s mailroom.Store) {
 		t.Helper()
 		var ids []string
 		for range n {
-			r, err := e.trySend("alice", mailroom.SendInput{To: []string{to}, Body: body})
+			r, err := e.trySend("alice", mailroom.SendInput{To: strings.Split(to, ","), Body: body})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,9 +43,15 @@ func testSearchIsBounded(t *testing.T, s mailroom.Store) {
 		return ids
 	}
 	// Oldest first: bob's harbor mail, then more harbor mail than one
-	// search examines, all to carol; then lanterns past the count bound.
+	// search examines, to carol and to bob, who archives his copies (so
+	// his searches examine them and show none); then lanterns past the
+	// count bound.
 	harbor := seed("@bob", "the harbor at dawn", 5)
-	seed("@carol", "the harbor at noon", b.Scan)
+	for _, id := range seed("@carol,@bob", "the harbor at noon", b.Scan) {
+		if _, err := s.Archive(e.as("bob"), id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	lanterns := seed("@bob", "a lantern in the window", b.Count+5)
 	seed("@bob", "a rare comet", 3)
 
@@ -86,9 +94,9 @@ func testSearchIsBounded(t *testing.T, s mailroom.Store) {
 	wantIDs(t, "the lantern search by nextOffset", byOffset, lanterns...)
 	wantIDs(t, "the lantern search by cursor", walkSearch(t, list, "bob", mailroom.ListInput{Query: "lantern", Limit: &lim}), lanterns...)
 
-	// Every harbor match within one search's scan is carol's: bob's first
-	// page is empty, says its total is only a lower bound, and its cursor
-	// leads on to his five.
+	// Every harbor match within one search's scan is archived for bob: his
+	// first page is empty, says its total is only a lower bound, and its
+	// cursor leads on to his five.
 	p = list("bob", mailroom.ListInput{Query: "harbor"})
 	if len(p.Messages) != 0 || p.TotalCount != 0 || p.TotalCountExact || p.NextCursor == nil || p.NextOffset != nil {
 		t.Fatalf("a scan that stopped short: %d rows, total %d exact %v, nextCursor %v, nextOffset %v; want none, 0 as a lower bound, a cursor, no offset",
@@ -184,5 +192,79 @@ func walkSearch(t *testing.T, list func(string, mailroom.ListInput) mailroom.Pag
 			return got
 		}
 		in.Offset, in.Cursor = nil, p.NextCursor
+	}
+}
+
+// testSearchFindsWhatListingsShow: a search for a word every message holds
+// returns exactly the rows the same listing without the word returns, for
+// every route a message takes into a mailbox (direct, broadcast, a role
+// queue, a handoff to one's own next session, one's own sends, a read
+// grant) and for each box, after deletes, archives and a role granted once
+// its mail was sent. A store that narrows a search's candidates by who a
+// message reaches must not narrow them below the listing.
+func testSearchFindsWhatListingsShow(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	e.agent("erin")
+	for _, g := range [][2]string{{"bob", "triage"}, {"carol", "triage"}} {
+		if err := s.GrantRole(e.ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.GrantReadInbox(e.ctx, "human:dana", "@bob"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	send := func(from string, to ...string) string {
+		t.Helper()
+		n++
+		r, err := e.trySend(from, mailroom.SendInput{To: to, Subject: "note", Body: "the kestrel " + strconv.Itoa(n)})
+		if err != nil {
+			t.Fatalf("send from %s to %v: %v", from, to, err)
+		}
+		return r.MessageID
+	}
+	send("alice", "@bob")
+	send("alice", "*")
+	send("alice", "role:triage")
+	send("bob", "role:triage")
+	send("bob", "role:next-session-of-bob")
+	send("alice", "human:dana")
+	send("carol", "@bob", "role:triage", "*")
+	send("dana", "@bob", "@erin")
+	send("bob", "@me")
+	send("erin", "role:oncall", "@alice")
+	gone := send("alice", "@bob", "@carol")
+	shelved := send("carol", "@bob")
+	if _, err := s.Delete(e.as("bob"), gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Archive(e.as("bob"), shelved); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.MarkRead(e.as("carol"), []string{gone}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	// Mail sent to a role before erin holds it reaches her once she does.
+	if err := s.GrantRole(e.ctx, "erin", "oncall"); err != nil {
+		t.Fatal(err)
+	}
+	send("bob", "role:oncall")
+
+	lim := 200
+	for _, who := range []string{"alice", "bob", "carol", "dana", "erin"} {
+		ins := []mailroom.ListInput{{}, {Box: "all"}, {Box: "outbox"}, {IncludeArchived: true}, {Box: "all", IncludeArchived: true},
+			{Via: mailroom.ViaRole}, {Via: "broadcast"}, {UnreadOnly: true}, {ArchivedOnly: true}}
+		if who == "dana" {
+			ins = append(ins, mailroom.ListInput{Of: "@bob"}, mailroom.ListInput{Of: "@bob", IncludeArchived: true})
+		}
+		for _, in := range ins {
+			in.Limit = &lim
+			want := ids(e.list(who, in))
+			in.Query = "kestrel"
+			got := ids(e.list(who, in))
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: list_messages(%+v) returns %v, without the query %v", who, in, got, want)
+			}
+		}
 	}
 }
