@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"encoding/hex"
 	"strings"
 
@@ -71,4 +72,23 @@ func audienceMatch(me int64, roles []string, box mailroom.Box) string {
 		t = append(t, `"`+senderToken(me)+`"`)
 	}
 	return `audience : (` + strings.Join(t, " OR ") + `)`
+}
+
+// searchNarrows says whether a search of box for me (holding the roles in
+// rolesJSON) should ask FTS5 for the caller's audience tokens as well as
+// the words. The tokens cost FTS5 ~2.7 µs per match it keeps (merging the
+// caller's token lists), and save the listing's own test (~4.6 µs) of each
+// match they drop: worth it unless the caller is sent most of the store
+// (measured at 1M: agent-5, sent 7%, 39 -> 8 ms per search; agent-0, sent
+// about 80%, 6.5 -> 8.3 ms with them). Either way the listing's branches
+// decide what shows; the counts make the guess cheap.
+func (s *Store) searchNarrows(ctx context.Context, tx *ptx, me int64, rolesJSON string, box mailroom.Box) (bool, error) {
+	if box == mailroom.BoxOutbox || s.narrowAll {
+		return true, nil
+	}
+	var mine, all int64
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1)
+		+ (SELECT coalesce(sum(n), 0) FROM role_count WHERE role IN (SELECT value FROM json_each(?2))),
+		(SELECT coalesce(max(seq), 0) FROM message)`, me, rolesJSON).Scan(&mine, &all)
+	return 2*mine < all, err
 }

@@ -196,7 +196,15 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.QueryEmpty {
 			mcond += ` AND 0`
 		} else if len(f.Search) > 0 && f.RelatedTo == "" {
-			search = param(textMatch(f.Search) + ` AND ` + audienceMatch(me.ID, roles, f.Box))
+			q := textMatch(f.Search)
+			narrow, err := s.searchNarrows(ctx, tx, me.ID, rolesJSON, f.Box)
+			if err != nil {
+				return err
+			}
+			if narrow {
+				q += ` AND ` + audienceMatch(me.ID, roles, f.Box)
+			}
+			search = param(q)
 		} else if len(f.Search) > 0 {
 			// relatedTo bounds the candidates itself. On the delivery's
 			// seq, so the personal branch need not read each match's

@@ -89,10 +89,13 @@ type Store struct {
 	path    string
 	durable bool
 	bulk    bool // Options.BulkLoad
-	log     *slog.Logger
-	hooks   Hooks
-	terms   func(subject, body string) []string
-	clock   func() time.Time
+	// narrowAll makes every search ask for the caller's audience tokens
+	// (searchNarrows), so tests on small stores cover that path.
+	narrowAll bool
+	log       *slog.Logger
+	hooks     Hooks
+	terms     func(subject, body string) []string
+	clock     func() time.Time
 	// wlock queues this process's writers in Go (a channel of capacity
 	// one: taking it is sending). SQLite admits one writer at a time anyway,
 	// and its busy handler waits by sleeping in growing steps, so many

@@ -195,14 +195,14 @@ func walkSearch(t *testing.T, list func(string, mailroom.ListInput) mailroom.Pag
 	}
 }
 
-// testSearchFindsWhatListingsShow: a search for a word every message holds
+// SearchFindsWhatListingsShow: a search for a word every message holds
 // returns exactly the rows the same listing without the word returns, for
 // every route a message takes into a mailbox (direct, broadcast, a role
 // queue, a handoff to one's own next session, one's own sends, a read
 // grant) and for each box, after deletes, archives and a role granted once
 // its mail was sent. A store that narrows a search's candidates by who a
 // message reaches must not narrow them below the listing.
-func testSearchFindsWhatListingsShow(t *testing.T, s mailroom.Store) {
+func SearchFindsWhatListingsShow(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
 	e.agent("erin")
 	for _, g := range [][2]string{{"bob", "triage"}, {"carol", "triage"}} {

@@ -61,7 +61,7 @@ func RunSearch(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("ListFilters", func(t *testing.T) { testListFilters(t, open(t)) })
 	t.Run("SearchIsBounded", func(t *testing.T) { testSearchIsBounded(t, open(t)) })
 	t.Run("SearchOffsetPastTheScan", func(t *testing.T) { testSearchOffsetPastTheScan(t, open(t)) })
-	t.Run("SearchFindsWhatListingsShow", func(t *testing.T) { testSearchFindsWhatListingsShow(t, open(t)) })
+	t.Run("SearchFindsWhatListingsShow", func(t *testing.T) { SearchFindsWhatListingsShow(t, open(t)) })
 }
 
 // env is a store with agents alice, bob, carol and a human dana.
