@@ -79,10 +79,16 @@ func (w *watcher) subscribe() {
 // counter the server exposes; there is no event to wait on.
 func (w *watcher) waiters(n int) {
 	w.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for w.srv.Waiters() != n {
+	// Fails once the count stops moving for 30 s: hundreds of calls under
+	// the race detector on a loaded machine take longer than that to all
+	// arrive, but each keeps the count moving.
+	last, deadline := -1, time.Time{}
+	for got := w.srv.Waiters(); got != n; got = w.srv.Waiters() {
+		if got != last {
+			last, deadline = got, time.Now().Add(30*time.Second)
+		}
 		if time.Now().After(deadline) {
-			w.t.Fatalf("server holds %d listeners, want %d", w.srv.Waiters(), n)
+			w.t.Fatalf("server holds %d listeners, want %d", got, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
