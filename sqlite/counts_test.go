@@ -210,6 +210,7 @@ func draftTo(t testing.TB, to ...string) mailroom.Draft {
 // Later migrations stay applied: they do not touch the counts.
 func downgrade(version int) []string {
 	q := []string{
+		`DROP TABLE IF EXISTS read_mark`,
 		`DROP TRIGGER IF EXISTS delivery_count_insert`, `DROP TRIGGER IF EXISTS delivery_count_delete`,
 		`DROP TRIGGER IF EXISTS delivery_role_count_insert`, `DROP TRIGGER IF EXISTS delivery_role_count_delete`,
 		`DROP TABLE role_count`, `DROP TABLE role_hint`, `DROP TABLE role_later`, `DROP INDEX delivery_role_unread`,

@@ -55,7 +55,7 @@ func Watching(s *Store) bool { return s.watching.Load() }
 // differ from the recount.
 func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
 	return strs(ctx, s, `WITH recount AS (
-			SELECT d.recipient_id, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, d.via, m.priority, s.kind = 'human' AS human, count(*) AS n, sum(d.message_seq) AS seqs
+			SELECT d.recipient_id, d.archived_at IS NOT NULL AS archived, `+unreadD+` AS unread, d.via, m.priority, s.kind = 'human' AS human, count(*) AS n, sum(d.message_seq) AS seqs
 			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
 			WHERE d.recipient_id IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6),
 		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n, seqs FROM mailbox_count WHERE n <> 0 OR seqs <> 0),
@@ -151,3 +151,19 @@ func FTSIntegrity(ctx context.Context, s *Store) error {
 // NarrowAllSearches makes every search of s ask FTS5 for the caller's
 // audience, whatever share of the store the caller is sent.
 func NarrowAllSearches(s *Store) { s.narrowAll = true }
+
+// FoldStep folds one chunk of some read mark, as the store's folder does
+// (a test opens the store with Hooks.HoldFold and steps it), and reports
+// whether a mark is left.
+func FoldStep(ctx context.Context, s *Store) (bool, error) { return s.foldStep(ctx) }
+
+// SetFoldChunk sets how many deliveries one fold step covers.
+func SetFoldChunk(s *Store, n int) { s.foldChunk = n }
+
+// ReadMarks lists the read marks as "recipient through folded".
+func ReadMarks(ctx context.Context, s *Store) ([]string, error) {
+	return strs(ctx, s, `SELECT recipient_id || ' ' || through_seq || ' ' || folded FROM read_mark ORDER BY recipient_id`)
+}
+
+// MarkDrains counts the drains the store made by a read mark.
+func MarkDrains(s *Store) int64 { return s.marks.Load() }

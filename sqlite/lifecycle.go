@@ -19,7 +19,7 @@ func (s *Store) Unarchive(ctx context.Context, messageID string) (mailroom.Unarc
 
 // MarkUnread clears the caller's readAt (a role message's shared state).
 func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.UnreadReceipt, error) {
-	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET read_at = NULL, read_by = NULL WHERE id = ?`)
+	err := s.recipientWriteFold(ctx, messageID, `UPDATE delivery SET read_at = NULL, read_by = NULL WHERE id = ?`, true)
 	if err != nil {
 		return mailroom.UnreadReceipt{}, err
 	}
@@ -30,6 +30,13 @@ func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.Unre
 // caller's own delivery of messageID: the caller's inbox changes, and with
 // a role delivery (whose state the role's holders share) the role's.
 func (s *Store) recipientWrite(ctx context.Context, messageID, update string) error {
+	return s.recipientWriteFold(ctx, messageID, update, false)
+}
+
+// recipientWriteFold is recipientWrite that, with fold, first folds the
+// caller's read mark when it reaches the delivery: a row made unread under
+// a mark that reads through it would still be read.
+func (s *Store) recipientWriteFold(ctx context.Context, messageID, update string, fold bool) error {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return err
@@ -45,6 +52,15 @@ func (s *Store) recipientWrite(ctx context.Context, messageID, update string) er
 		}
 		if err := touchDelivery(ctx, tx, me, t.delivery); err != nil {
 			return err
+		}
+		if fold {
+			if k, ok, err := markOf(ctx, tx, me.ID); err != nil {
+				return err
+			} else if ok && t.seq <= k.through {
+				if err := k.foldRange(ctx, tx, k.through); err != nil {
+					return err
+				}
+			}
 		}
 		_, err = countedUpdate(ctx, tx, t.delivery, update, t.delivery)
 		return err
@@ -246,7 +262,7 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			return err
 		}
 		if p.n > 0 {
-			if err := tx.QueryRowContext(ctx, `SELECT min(message_seq) FROM delivery WHERE recipient_id = ?1 AND read_at IS NULL AND archived_at IS NULL`, me.ID).
+			if err := tx.QueryRowContext(ctx, `SELECT min(d.message_seq) FROM delivery d WHERE d.recipient_id = ?1`+personalUnread(` AND d.read_at IS NULL`)+` AND d.archived_at IS NULL`, me.ID).
 				Scan(&p.oldest); err != nil {
 				return err
 			}
@@ -299,7 +315,8 @@ const purgeBatch = 2000
 func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.PurgeReport, error) {
 	rep := mailroom.PurgeReport{Before: r.Before, DryRun: r.DryRun}
 	before := ts(r.Before)
-	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL)`
+	// What a read mark covers is read (mark.go).
+	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND ` + unreadD + ` AND d.archived_at IS NULL)`
 	cond := `m.created_at < ?1`
 	if !r.IncludeUnread {
 		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM message m WHERE `+cond+` AND `+unread, before).Scan(&rep.Kept); err != nil {
@@ -367,6 +384,9 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 				if _, err := tx.ExecContext(ctx, q, batch); err != nil {
 					return err
 				}
+			}
+			if err := lowerMarks(ctx, tx); err != nil {
+				return err
 			}
 			if err := dropOrphanConcepts(ctx, tx, removed); err != nil {
 				return err

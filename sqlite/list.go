@@ -15,7 +15,7 @@ import (
 const rowColumns = `m.id, m.subject,
 	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
 	(SELECT json_group_array(address) FROM (SELECT address FROM message_to WHERE message_seq = m.seq ORDER BY position)),
-	m.priority, m.created_at, d.read_at, d.archived_at, m.thread_id, m.retracted,
+	m.priority, m.created_at, ` + readAtD + `, d.archived_at, m.thread_id, m.retracted,
 	CASE WHEN d.role IS NOT NULL THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
 
 func scanRow(sc interface{ Scan(...any) error }) (mailroom.Row, error) {
@@ -54,7 +54,8 @@ func inboxBranches(dcond, mcond string) []string {
 	if mcond != "" {
 		personal += ` JOIN message m ON m.seq = d.message_seq`
 	}
-	personal += ` WHERE d.recipient_id = ?1` + dcond + mcond
+	// What the owner's read mark covers is read (mark.go).
+	personal += ` WHERE d.recipient_id = ?1` + personalUnread(dcond) + mcond
 	role := `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq
 		WHERE d.role IN (SELECT value FROM json_each(?2)) AND (m.sender_id <> ?1 OR d.role = ` + ownSuccessorRole("?1") + `)
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)

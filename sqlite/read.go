@@ -207,7 +207,8 @@ type marker struct {
 func (s *Store) newMarker(ctx context.Context, tx *ptx, me mailroom.Identity) (*marker, error) {
 	// read_by says who read a role delivery (its rows show readBy); a
 	// personal delivery is read only by its recipient and leaves it NULL.
-	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = CASE WHEN role IS NOT NULL THEN ?2 END WHERE id = ?3 AND read_at IS NULL`)
+	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = coalesce((SELECT k.at FROM read_mark k WHERE k.recipient_id = delivery.recipient_id AND delivery.message_seq <= k.through_seq), ?1),
+		read_by = CASE WHEN role IS NOT NULL THEN ?2 END WHERE id = ?3 AND read_at IS NULL`)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +297,12 @@ func markFailure(s *Store, id string, err error) mailroom.MarkResult {
 // UPDATE over exactly that list with the single-id path's rule (a read
 // keeps its first readAt), so a drain of 100,000 costs a few set
 // operations, not 100,000 statements.
+//
+// When the drain is of the caller's whole unread, unarchived personal set
+// (and no role mail), it writes a read-through mark instead (mark.go):
+// snapshot and mark are taken in one write transaction, from counts and
+// the newest unread delivery, so there is no moment between them for the
+// inbox to move; the rows are folded off the request path.
 func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bool) (mailroom.DrainReceipt, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -306,6 +313,11 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	var nPersonal int
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	var rolesTouched []string
+	limit := int64(-1)
+	// byMark: the drain may be a mark (markWhole says when it is). Not
+	// with the test hooks that put a failure into each item's write or
+	// an event between snapshot and marking: the mark has neither.
+	byMark := s.hooks.FailMark == nil && s.hooks.AfterSnapshot == nil
 	err = s.read(ctx, func(tx *ptx) error {
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
@@ -315,7 +327,6 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			rolesTouched = roles
 		}
 		rj := jsonStrings(roles)
-		limit := int64(-1)
 		if through != "" {
 			t, err := resolve(ctx, tx, me, rj, through)
 			if err != nil {
@@ -338,11 +349,21 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				return err
 			}
 		} else if includeRoles {
+			byMark = byMark && len(roles) == 0
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&n, &role); err != nil {
 				return err
 			}
 			rc.MatchedCount += n
+		}
+		if byMark {
+			n, ok, err := markWhole(ctx, tx, me.ID, limit)
+			if err != nil || ok {
+				nPersonal = n
+				rc.MatchedCount += n
+				return err
+			}
+			byMark = false
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[0]+`)`, me.ID, rj, limit).Scan(&nPersonal, &personal); err != nil {
 			return err
@@ -360,12 +381,34 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	if s.hooks.AfterSnapshot != nil {
 		s.hooks.AfterSnapshot()
 	}
+	var mark readMark // the mark written, if any
 	markedPersonal, markedRole := personal, role
 	err = s.write(ctx, func(tx *ptx) error {
 		tx.touch([]int64{me.ID}, rolesTouched)
 		rc.Failures = rc.Failures[:0]
+		mark = readMark{}
+		// One mark per recipient: a second drain folds the first one.
+		if err := foldNow(ctx, tx, me.ID); err != nil {
+			return err
+		}
 		markedPersonal, markedRole = personal, role
 		n := nPersonal
+		if byMark {
+			var ok bool
+			if mark, n, ok, err = writeMark(ctx, tx, me.ID, limit); err != nil {
+				return err
+			} else if ok {
+				rc.MatchedCount, rc.SnapshotAt = n, parseTS(mark.at)
+				return nil
+			}
+			// The inbox moved since the read: the snapshot is taken
+			// here, and marked row by row.
+			unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
+			if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[0]+`)`, me.ID, "[]", limit).Scan(&n, &markedPersonal); err != nil {
+				return err
+			}
+			rc.MatchedCount, rc.SnapshotAt = n, tx.now()
+		}
 		if s.hooks.FailMark != nil {
 			var err error
 			if markedPersonal, err = s.failMarks(ctx, tx, personal, &rc); err != nil {
@@ -414,9 +457,91 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 			rc.DurableCount += n
 		}
+		if mark.at != "" {
+			n, err := s.markedCount(ctx, mark)
+			if err != nil {
+				return mailroom.DrainReceipt{}, err
+			}
+			rc.DurableCount += n
+		}
+	}
+	if mark.at != "" {
+		s.marks.Add(1)
+		s.wakeFolder()
 	}
 	rc.Settle(s.durable)
 	return rc, nil
+}
+
+// markWhole reports whether the caller's unread, unarchived personal set
+// (n deliveries) is a drain's whole snapshot, which a read-through mark
+// marks exactly as row marking would: the caller has no archived unread
+// personal delivery (a mark would cover it, a drain leaves it), and
+// nothing unread after the watermark limit (-1 for none). All from counts
+// and one index probe.
+func markWhole(ctx context.Context, tx *ptx, me, limit int64) (n int, ok bool, err error) {
+	var archived int
+	var newest sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT coalesce(sum(n) FILTER (WHERE archived = 0), 0), coalesce(sum(n) FILTER (WHERE archived = 1), 0),
+			(SELECT max(d.message_seq) FROM delivery d WHERE d.recipient_id = ?1`+personalUnread(` AND d.read_at IS NULL`)+` AND d.archived_at IS NULL)
+		FROM mailbox_count WHERE recipient_id = ?1 AND unread = 1`, me).Scan(&n, &archived, &newest)
+	if err != nil || archived != 0 || n == 0 || !newest.Valid || (limit >= 0 && newest.Int64 > limit) {
+		return n, false, err
+	}
+	return n, true, nil
+}
+
+// writeMark is the drain by a mark, inside the write transaction: when
+// markWhole holds here (the caller has no mark now: the drain folded it),
+// it writes the mark through the newest unread delivery, so mail
+// committed later (a larger seq) stays unread, and moves the caller's
+// unread counts to read as markAllCounted does.
+func writeMark(ctx context.Context, tx *ptx, me, limit int64) (readMark, int, bool, error) {
+	n, ok, err := markWhole(ctx, tx, me, limit)
+	if err != nil || !ok {
+		return readMark{}, n, false, err
+	}
+	k := readMark{recipient: me, at: ts(tx.now())}
+	if err := tx.QueryRowContext(ctx, `SELECT max(message_seq) FROM delivery WHERE recipient_id = ?1 AND read_at IS NULL AND archived_at IS NULL`, me).Scan(&k.through); err != nil {
+		return readMark{}, 0, false, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO read_mark (recipient_id, through_seq, at) VALUES (?, ?, ?)`, me, k.through, k.at); err != nil {
+		return readMark{}, 0, false, err
+	}
+	return k, n, true, moveUnreadToRead(ctx, tx, me)
+}
+
+// markedCount is a drain's durable count by mark k, read back after
+// commit: the deliveries its mark covers now, and those a fold has
+// already given its at (none until the folder is woken, unless the mark
+// was folded meanwhile by another write).
+func (s *Store) markedCount(ctx context.Context, k readMark) (int, error) {
+	var covered, folded int
+	err := s.read(ctx, func(tx *ptx) error {
+		now, ok, err := markOf(ctx, tx, k.recipient)
+		if err != nil {
+			return err
+		}
+		foldedTo := k.through
+		if ok && now.at == k.at {
+			foldedTo = now.folded
+			// Unarchived covered rows are an index range of
+			// delivery_unread; archived ones (archived since the drain)
+			// a range of delivery_archived.
+			if err := tx.QueryRowContext(ctx, `SELECT
+					(SELECT count(*) FROM delivery WHERE recipient_id = ?1 AND message_seq > ?2 AND message_seq <= ?3 AND read_at IS NULL AND archived_at IS NULL)
+					+ (SELECT count(*) FROM delivery WHERE recipient_id = ?1 AND message_seq > ?2 AND message_seq <= ?3 AND archived_at IS NOT NULL AND read_at IS NULL)`,
+				k.recipient, now.folded, now.through).Scan(&covered); err != nil {
+				return err
+			}
+		}
+		if foldedTo > 0 {
+			return tx.QueryRowContext(ctx, `SELECT count(*) FROM delivery WHERE recipient_id = ?1 AND message_seq <= ?2 AND read_at = ?3`,
+				k.recipient, foldedTo, k.at).Scan(&folded)
+		}
+		return nil
+	})
+	return covered + folded, err
 }
 
 // markAllCounted is the drain's marking when its snapshot of personal
@@ -453,6 +578,12 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n
 		}
 		return true, recount(ctx, tx, me)
 	}
+	return true, moveUnreadToRead(ctx, tx, me)
+}
+
+// moveUnreadToRead moves the caller's unread, unarchived personal counts
+// to read, in two statements.
+func moveUnreadToRead(ctx context.Context, tx *ptx, me int64) error {
 	for _, q := range []string{
 		`INSERT INTO mailbox_count (recipient_id, archived, unread, via, priority, human, n, seqs)
 			SELECT recipient_id, 0, 0, via, priority, human, n, seqs FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0 AND unread = 1 AND n > 0
@@ -460,10 +591,10 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n
 		`UPDATE mailbox_count SET n = 0, seqs = 0 WHERE recipient_id = ?1 AND archived = 0 AND unread = 1`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, me); err != nil {
-			return false, err
+			return err
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // markPersonal marks the personal deliveries listed in ?3 (JSON ids) read

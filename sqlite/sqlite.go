@@ -81,6 +81,9 @@ type Hooks struct {
 	// transaction, with its arguments (the plan regression test replays
 	// them under EXPLAIN QUERY PLAN).
 	Statement func(query string, args []any)
+	// HoldFold keeps the store's folder of read marks from running, so a
+	// test folds them chunk by chunk itself (FoldStep in export_test.go).
+	HoldFold bool
 }
 
 // Store is a mailroom.Store on SQLite.
@@ -146,6 +149,14 @@ type Store struct {
 	// between went unseen.
 	lateSubscribe atomic.Bool
 	watchDone     chan struct{}
+
+	// The folder of read marks (mark.go): woken by a drain that wrote one,
+	// stopped by Close.
+	foldWake  chan struct{}
+	foldDone  chan struct{}
+	stopFold  context.CancelFunc
+	foldChunk int // defaultFoldChunk; tests lower it
+	marks     atomic.Int64 // drains by a mark (tests count them)
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -165,7 +176,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{path: path, durable: path != Memory, bulk: opts.BulkLoad, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor, bulkChunk: defaultBulkChunk,
+	s := &Store{path: path, durable: path != Memory, bulk: opts.BulkLoad, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor, bulkChunk: defaultBulkChunk, foldChunk: defaultFoldChunk,
+		foldWake: make(chan struct{}, 1),
 		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wcache:  stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wlock:   make(chan struct{}, 1),
@@ -272,6 +284,20 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.readyWait = 5 * time.Second
 		go s.watch(wctx, s.watchDB, opts.ChangePoll)
 	}
+	if !s.hooks.HoldFold {
+		// Marks a process left behind are folded from the start.
+		var left bool
+		if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM read_mark)`).Scan(&left); err != nil {
+			s.Close()
+			return nil, err
+		}
+		fctx, cancel := context.WithCancel(context.Background())
+		s.stopFold, s.foldDone = cancel, make(chan struct{})
+		go s.fold(fctx)
+		if left {
+			s.wakeFolder()
+		}
+	}
 	return s, nil
 }
 
@@ -362,6 +388,11 @@ func (s *Store) Durable() bool { return s.durable }
 // Close closes the database, re-measuring the planner statistics first if
 // the store has grown enough (refreshStats).
 func (s *Store) Close() error {
+	if s.stopFold != nil {
+		// A mark left unfolded stays correct; the next open folds it.
+		s.stopFold()
+		<-s.foldDone
+	}
 	if s.stopWatch != nil {
 		s.stopWatch()
 		<-s.watchDone
@@ -440,6 +471,12 @@ func (s *Store) migrate(ctx context.Context) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migration WHERE version = ?`, version).Scan(&n); err != nil || n > 0 {
 				return err
+			}
+			if version > 12 {
+				// A migration is written against rows, not marks.
+				if err := foldAll(ctx, tx); err != nil {
+					return err
+				}
 			}
 			// Bypass the statement cache: a migration is many statements.
 			if _, err := tx.Tx.ExecContext(ctx, string(body)); err != nil {

@@ -50,6 +50,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("ChangeSignal", func(t *testing.T) { testChangeSignal(t, open(t)) })
 	t.Run("LifecycleChangesNameTheirInboxes", func(t *testing.T) { testLifecycleChanges(t, open(t)) })
 	RunLifecycle(t, open)
+	RunDrainEdges(t, open)
 	t.Run("InboxState", func(t *testing.T) { testInboxState(t, open(t)) })
 	t.Run("NewMail", func(t *testing.T) { testNewMail(t, open(t)) })
 	t.Run("Announce", func(t *testing.T) { testAnnounce(t, open(t)) })
