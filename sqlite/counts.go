@@ -24,7 +24,7 @@ type counter struct {
 
 func personalCounter() counter {
 	return counter{`mailbox_count`, []string{"recipient_id", "archived", "unread", "via", "priority", "human"},
-		`SELECT d.recipient_id, d.archived_at IS NOT NULL, `+unreadD+`, d.via, m.priority, s.kind = 'human', `, `d.recipient_id IS NOT NULL`}
+		`SELECT d.recipient_id, d.archived_at IS NOT NULL, ` + unreadD + `, d.via, m.priority, s.kind = 'human', `, `d.recipient_id IS NOT NULL`}
 }
 
 func roleCounter() counter {

@@ -96,7 +96,6 @@ func view(t *testing.T, s *sqlite.Store, bob context.Context) string {
 	return b.String()
 }
 
-
 // A fold changes nothing anyone sees: here every operation runs between
 // the fold's chunks (4 deliveries each, stepped by the test), and after
 // each step what bob sees is what it was before the step, and counts

@@ -155,7 +155,7 @@ type Store struct {
 	foldWake  chan struct{}
 	foldDone  chan struct{}
 	stopFold  context.CancelFunc
-	foldChunk int // defaultFoldChunk; tests lower it
+	foldChunk int          // defaultFoldChunk; tests lower it
 	marks     atomic.Int64 // drains by a mark (tests count them)
 }
 
@@ -178,10 +178,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{path: path, durable: path != Memory, bulk: opts.BulkLoad, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor, bulkChunk: defaultBulkChunk, foldChunk: defaultFoldChunk,
 		foldWake: make(chan struct{}, 1),
-		cache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
-		wcache:  stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
-		wlock:   make(chan struct{}, 1),
-		changes: mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1)}
+		cache:    stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
+		wcache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
+		wlock:    make(chan struct{}, 1),
+		changes:  mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1)}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}

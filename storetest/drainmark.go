@@ -25,7 +25,9 @@ func RunDrainEdges(t *testing.T, open func(t *testing.T) mailroom.Store) {
 
 // CountsMatchListings is the random mix of RunLifecycle's
 // CountsMatchListings with its own seed, for a store's own variations.
-func CountsMatchListings(t *testing.T, s mailroom.Store, seed uint64) { countsMatchListings(t, s, seed) }
+func CountsMatchListings(t *testing.T, s mailroom.Store, seed uint64) {
+	countsMatchListings(t, s, seed)
+}
 
 // readAt is who's readAt of id as get_message shows it.
 func (e *env) readAt(who, id string) *time.Time {
