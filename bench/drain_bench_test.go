@@ -52,3 +52,45 @@ func BenchmarkDrainCPU(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkDrainRowsCPU is BenchmarkDrainCPU through a watermark with one
+// message after it: a drain that is not of the whole inbox, which marks
+// its rows one statement at a time (no read mark), with CPU per drain.
+func BenchmarkDrainRowsCPU(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "d.db"), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		alice, _ := s.EnsureAgent(ctx, "alice")
+		bob, _ := s.EnsureAgent(ctx, "bob")
+		d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
+		d.OriginSessionID = "SESSION:bench"
+		if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
+			b.Fatal(err)
+		}
+		f, _ := mailroom.ListInput{}.Filter()
+		p, err := s.List(mailroom.WithCaller(ctx, bob), f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		c0 := cpuTime()
+		rc, err := s.MarkAllRead(mailroom.WithCaller(ctx, bob), *p.Watermark, false)
+		cpu += cpuTime() - c0
+		b.StopTimer()
+		if err != nil || rc.DurableCount != n || rc.Status != "read" {
+			b.Fatalf("%+v %v", rc, err)
+		}
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,4 +95,121 @@ func copyFile(tb testing.TB, from, to string) {
 	if err := out.Close(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// BenchmarkDrainFold is the deferred half of a drain by a read mark: on a
+// fresh copy of a store with 100,000 unread for bob, a drain writes the
+// mark, then the fold writes it into the rows chunk by chunk (as the
+// store's folder does, stepped here). "fold" reports the fold's CPU and
+// wall per 100,000 (fold-cpu-ms/op, fold-ms/op); "send" reports the wall
+// latency of sends from another agent while a fold runs beside them
+// (send-p50-ms, send-max-ms; fold-ms the fold's wall meanwhile), and
+// "send-idle" the same sends with no fold.
+func BenchmarkDrainFold(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	tmpl := filepath.Join(b.TempDir(), "tmpl.db")
+	s, err := Open(ctx, tmpl, Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	carol, _ := s.EnsureAgent(ctx, "carol")
+	d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
+	d.OriginSessionID = "SESSION:bench"
+	if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	drained := func(b *testing.B) *Store {
+		path := filepath.Join(b.TempDir(), "d.db")
+		copyFile(b, tmpl, path)
+		s, err := Open(ctx, path, Options{Hooks: &Hooks{HoldFold: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc, err := s.MarkAllRead(mailroom.WithCaller(ctx, bob), "", false)
+		if err != nil || rc.DurableCount != n || s.marks.Load() != 1 {
+			b.Fatalf("%+v %v", rc, err)
+		}
+		return s
+	}
+	foldAll := func(b *testing.B, s *Store) {
+		for {
+			more, err := s.foldStep(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if !more {
+				return
+			}
+		}
+	}
+	b.Run("fold", func(b *testing.B) {
+		var cpu, wall time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			s := drained(b)
+			b.StartTimer()
+			c0, t0 := processCPU(), time.Now()
+			foldAll(b, s)
+			cpu, wall = cpu+processCPU()-c0, wall+time.Since(t0)
+			b.StopTimer()
+			var left int
+			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM delivery WHERE recipient_id = ? AND read_at IS NULL`, bob.ID).Scan(&left); err != nil || left != 0 {
+				b.Fatalf("%d left unread %v", left, err)
+			}
+			s.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "fold-cpu-ms/op")
+		b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "fold-ms/op")
+	})
+	sends := func(b *testing.B, fold bool) {
+		var lat []time.Duration
+		var wall time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			s := drained(b)
+			b.StartTimer()
+			done := make(chan time.Duration)
+			go func() {
+				t0 := time.Now()
+				if fold {
+					foldAll(b, s)
+				} else {
+					time.Sleep(300 * time.Millisecond) // as long as a fold, about
+				}
+				done <- time.Since(t0)
+			}()
+			carolCtx := mailroom.WithCaller(ctx, carol)
+		loop:
+			for {
+				select {
+				case w := <-done:
+					wall += w
+					break loop
+				default:
+				}
+				t0 := time.Now()
+				if _, err := s.Send(carolCtx, d); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			s.Close()
+			b.StartTimer()
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "send-p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "send-p99-ms")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "send-max-ms")
+		b.ReportMetric(float64(len(lat))/float64(b.N), "sends/op")
+		b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "fold-ms/op")
+	}
+	b.Run("send", func(b *testing.B) { sends(b, true) })
+	b.Run("send-idle", func(b *testing.B) { sends(b, false) })
 }

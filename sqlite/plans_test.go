@@ -38,20 +38,24 @@ var ftsStatements = []struct {
 	{`REPLACE INTO 'main'.'message_fts_config' VALUES(?,?)`, 2},
 }
 
-// triggerStatements are the statements of migration 0009's delivery
-// triggers, with NEW and OLD columns as parameters: like FTS5's, they run
-// inside SQLite where no hook sees them, and every send, mark and drain
-// runs them once per delivery.
+// triggerStatements are the statements of the personal delivery count
+// triggers (migration 0012's), with NEW and OLD columns as parameters:
+// like FTS5's, they run inside SQLite where no hook sees them, and every
+// send, delete and purge runs them once per delivery.
 var triggerStatements = []struct {
 	q    string
 	args int
 }{
-	{`INSERT INTO mailbox_count (recipient_id, archived, unread, via, priority, human, n)
-		SELECT ?1, ?2 IS NOT NULL, ?3 IS NULL, ?4, m.priority, s.kind = 'human', 1
+	{`INSERT INTO mailbox_count (recipient_id, archived, unread, via, priority, human, n, seqs)
+		SELECT ?1, ?2 IS NOT NULL,
+			?3 IS NULL AND ?5 > coalesce((SELECT k.through_seq FROM read_mark k WHERE k.recipient_id = ?1), 0),
+			?4, m.priority, s.kind = 'human', 1, ?5
 		FROM message m JOIN identity s ON s.id = m.sender_id WHERE m.seq = ?5
-		ON CONFLICT DO UPDATE SET n = n + 1`, 5},
-	{`UPDATE mailbox_count SET n = n - 1
-		WHERE recipient_id = ?1 AND archived = (?2 IS NOT NULL) AND unread = (?3 IS NULL) AND via = ?4
+		ON CONFLICT DO UPDATE SET n = n + 1, seqs = seqs + excluded.seqs`, 5},
+	{`UPDATE mailbox_count SET n = n - 1, seqs = seqs - ?5
+		WHERE recipient_id = ?1 AND archived = (?2 IS NOT NULL)
+		AND unread = (?3 IS NULL AND ?5 > coalesce((SELECT k.through_seq FROM read_mark k WHERE k.recipient_id = ?1), 0))
+		AND via = ?4
 		AND (priority, human) = (SELECT m.priority, s.kind = 'human' FROM message m JOIN identity s ON s.id = m.sender_id WHERE m.seq = ?5)`, 5},
 }
 
@@ -75,7 +79,9 @@ func TestPlansDoNotDependOnStoreSize(t *testing.T) {
 		order     []string
 		seen      = map[string][]any{}
 	)
-	hooks := &sqlite.Hooks{Statement: func(q string, args []any) {
+	// The fold held, so that hotPath steps it and its statements are
+	// recorded.
+	hooks := &sqlite.Hooks{HoldFold: true, Statement: func(q string, args []any) {
 		if !recording.Load() {
 			return
 		}
@@ -297,6 +303,37 @@ func hotPath(t *testing.T, s *sqlite.Store, m mailbox) {
 	}
 	if _, err := s.MarkAllRead(reader, "", false); err != nil {
 		t.Fatal(err)
+	}
+	// Reads under the drain's read mark, and its fold.
+	for _, in := range []mailroom.ListInput{{}, {UnreadOnly: true}, {ThreadID: m.thread}} {
+		f, err := in.Filter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.List(reader, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Get(reader, first.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Status(reader); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkUnread(reader, first.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkAllRead(reader, "", false); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		more, err := sqlite.FoldStep(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
 	}
 }
 

@@ -72,10 +72,13 @@ type Options struct {
 // Hooks let tests interleave events deterministically and inject failures.
 type Hooks struct {
 	// AfterSnapshot runs in MarkAllRead between taking the snapshot and
-	// marking it, outside the store's transaction.
+	// marking it, outside the store's transaction. A drain by a read mark
+	// has no such moment (one transaction), so with it set drains mark
+	// row by row.
 	AfterSnapshot func()
 	// FailMark, when it returns an error for a message id, makes that id's
-	// write fail as a storage failure would.
+	// write fail as a storage failure would (drains then mark row by row:
+	// a mark has no per-item write to fail).
 	FailMark func(messageID string) error
 	// Statement, when set, sees every statement the store runs in a
 	// transaction, with its arguments (the plan regression test replays
