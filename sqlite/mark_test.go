@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,4 +286,55 @@ func TestReadMarkMigration(t *testing.T) {
 	if st, _ := s.Status(bob); st.Unread.Total != 1 {
 		t.Fatalf("unread %+v", st.Unread)
 	}
+}
+
+// A drain that would be a mark decides so in its read, and again in its
+// write transaction, where it takes its snapshot: here a message is
+// archived unread between the two (from the statement hook, while the
+// read runs), so the write finds archived unread mail a mark would cover,
+// and marks the rest row by row; the archived message stays unread.
+func TestDrainByMarkRechecksInItsWrite(t *testing.T) {
+	var (
+		s        *sqlite.Store
+		bob      context.Context
+		archived string
+		once     sync.Once
+	)
+	hooks := &sqlite.Hooks{HoldFold: true, Statement: func(q string, args []any) {
+		if strings.Contains(q, "FILTER (WHERE archived = 1)") && archived != "" {
+			once.Do(func() {
+				if _, err := s.Archive(bob, archived); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}}
+	s = open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true, Hooks: hooks})
+	alice := agent(t, s, "alice")
+	bob = agent(t, s, "bob")
+	var ids []string
+	for range 3 {
+		r, err := s.Send(alice, benchstore.Draft())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.MessageID)
+	}
+	archived = ids[0]
+	rc, err := s.MarkAllRead(bob, "", false)
+	if err != nil || rc.MatchedCount != 2 || rc.ReadCount != 2 || rc.DurableCount != 2 || rc.Status != "read" {
+		t.Fatalf("%+v %v", rc, err)
+	}
+	if n := sqlite.MarkDrains(s); n != 0 {
+		t.Fatalf("%d drains by a mark, want the row path", n)
+	}
+	if m, _ := s.Get(bob, archived); m.ReadAt != nil || m.ArchivedAt == nil {
+		t.Fatalf("the message archived mid-drain: readAt %v archivedAt %v", m.ReadAt, m.ArchivedAt)
+	}
+	for _, id := range ids[1:] {
+		if m, _ := s.Get(bob, id); m.ReadAt == nil {
+			t.Fatalf("%s left unread", id)
+		}
+	}
+	checkNoMismatch(t, s, "after a drain that fell back in its write")
 }
