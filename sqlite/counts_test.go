@@ -221,7 +221,7 @@ func downgrade(version int) []string {
 	} else {
 		q = append(q, `ALTER TABLE mailbox_count DROP COLUMN seqs`)
 	}
-	return append(q, `DELETE FROM schema_migration WHERE version BETWEEN `+strconv.Itoa(version)+` AND 11`)
+	return append(q, `DELETE FROM schema_migration WHERE version BETWEEN `+strconv.Itoa(version)+` AND 12`)
 }
 
 // InboxState's fingerprint comes from counts: it matches the unread set

@@ -259,7 +259,7 @@ func TestReadMarkMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE read_mark`, `DELETE FROM schema_migration WHERE version >= 12`} {
+	for _, q := range []string{`DROP TABLE read_mark`, `DELETE FROM schema_migration WHERE version = 12`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
