@@ -170,16 +170,27 @@ func (s *Store) wakeFolder() {
 	}
 }
 
-// fold is the store's folder: woken (by a drain that wrote a mark, or at
-// open for marks a process left behind), it folds every mark chunk by
-// chunk, then waits again, until stopped (Close).
+// foldPoll is how often the folder looks for marks no drain of this
+// process woke it for: another process's, left when it closed mid-fold
+// (a CLI drain, an ended stdio session). Looking is one read of an
+// empty table; a mark left unfolded would make its recipient's next
+// drain or mark_unread fold all of it in the request.
+const foldPoll = 2 * time.Second
+
+// fold is the store's folder: woken (by a drain that wrote a mark, at
+// open for marks a process left behind, and every foldPoll for marks
+// other processes left), it folds every mark chunk by chunk, then waits
+// again, until stopped (Close).
 func (s *Store) fold(ctx context.Context) {
 	defer close(s.foldDone)
+	poll := time.NewTicker(foldPoll)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.foldWake:
+		case <-poll.C:
 		}
 		for {
 			more, err := s.foldStep(ctx)
