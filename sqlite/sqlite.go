@@ -613,11 +613,49 @@ func (s *Store) now() time.Time { return s.clock().UTC().Truncate(time.Microseco
 func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTS(s string) time.Time {
+	if t, ok := parseStoredTS(s); ok {
+		return t
+	}
 	t, err := time.Parse(timeFormat, s)
 	if err != nil {
 		t, _ = time.Parse(time.RFC3339Nano, s)
 	}
 	return t
+}
+
+// parseStoredTS parses a timestamp as ts writes it (timeFormat) by hand: a
+// page of 50 rows parses 50 to 150 of them, and time.Parse, which reads
+// its layout as it goes, was a tenth of the rows' decoding.
+func parseStoredTS(s string) (time.Time, bool) {
+	if len(s) != len(timeFormat) || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[26] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(i, j int) (int, bool) {
+		n := 0
+		for ; i < j; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 7)
+	d, ok3 := num(8, 10)
+	h, ok4 := num(11, 13)
+	mi, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	us, ok7 := num(20, 26)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, us*1000, time.UTC)
+	if t.Day() != d { // time.Date normalised a day past the month's end
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 func parseNullTS(s sql.NullString) *time.Time {
