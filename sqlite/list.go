@@ -305,8 +305,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return b
 		}
 		parts, pageParts := branches("", ""), branches(dbefore, mbefore)
-		if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
-			return err
+		if len(parts) == 0 || search != "" {
+			if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
+				return err
+			}
 		}
 		if len(parts) == 0 {
 			return nil
@@ -372,11 +374,16 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 				}
 			}
+			// The watermark rides along: a statement of its own cost as much
+			// again as reading it.
+			count.WriteString(`, (` + watermarkSQL(len(roles)) + `)`)
 			// The count and page queries vary with the filters: the common
 			// shapes are kept prepared, the rest run unprepared.
-			if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount); err != nil {
+			var mark sql.NullString
+			if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount, &mark); err != nil {
 				return err
 			}
+			page.Watermark = nullString(mark)
 		}
 		if offset < page.TotalCount || search != "" {
 			// One row more than the page says whether a next page exists.
@@ -506,22 +513,32 @@ func watermark(ctx context.Context, tx *ptx, me int64, roles string) (*string, e
 	if err := json.Unmarshal([]byte(roles), &names); err != nil {
 		return nil, err
 	}
+	var id sql.NullString
+	err := tx.QueryRowContext(ctx, watermarkSQL(len(names)), me, roles).Scan(&id)
+	if err != nil && !isNoRows(err) {
+		return nil, err
+	}
+	return nullString(id), nil
+}
+
+// watermarkSQL selects the id of the newest message in the inbox of ?1,
+// who holds the n roles ?2 (JSON), or NULL.
+func watermarkSQL(n int) string {
 	b := inboxBranches("", "")
-	b = append(b[:1], perRole(b[1], len(names))...)
+	b = append(b[:1], perRole(b[1], n)...)
 	newest := make([]string, len(b))
 	for i, q := range b {
 		newest[i] = `SELECT * FROM (` + q + ` ORDER BY seq DESC LIMIT 1)`
 	}
-	var id sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
-		`+strings.Join(newest, " UNION ALL ")+`))`, me, roles).Scan(&id)
-	if err != nil && !isNoRows(err) {
-		return nil, err
+	return `SELECT m.id FROM message m WHERE m.seq = (SELECT max(seq) FROM (
+		` + strings.Join(newest, " UNION ALL ") + `))`
+}
+
+func nullString(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
 	}
-	if !id.Valid {
-		return nil, nil
-	}
-	return &id.String, nil
+	return &s.String
 }
 
 func jsonStrings(list []string) string {
