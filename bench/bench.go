@@ -23,7 +23,7 @@ import (
 
 // Phases in the order they run; drain runs last of the mail phases because
 // it reads the whole inbox.
-var Phases = []string{"ping", "send", "send-concurrent", "page", "page-cursor", "full-text", "full-text-all", "wait-for-mail", "drain"}
+var Phases = []string{"ping", "send", "send-concurrent", "page", "page-unread", "page-cursor", "full-text", "full-text-all", "wait-for-mail", "drain"}
 
 // Options configure a run.
 type Options struct {
@@ -172,6 +172,11 @@ func (r *runner) phase(ctx context.Context, name string) (Result, error) {
 		workers = len(r.s)
 	case "page":
 		op = func(int) error { _, err := call(ctx, cs, "list_messages", map[string]any{"limit": 50}); return err }
+	case "page-unread":
+		op = func(int) error {
+			_, err := call(ctx, cs, "list_messages", map[string]any{"limit": 50, "unreadOnly": true})
+			return err
+		}
 	case "page-cursor":
 		// Walk the inbox by cursor, 50 a page, as deep as Ops pages go.
 		var cursor any
