@@ -374,8 +374,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 				}
 			}
-			// The watermark rides along: a statement of its own cost as much
-			// again as reading it.
+			// The watermark rides along: as a statement of its own, its
+			// fixed cost was about as much as its work.
 			count.WriteString(`, (` + watermarkSQL(len(roles)) + `)`)
 			// The count and page queries vary with the filters: the common
 			// shapes are kept prepared, the rest run unprepared.
