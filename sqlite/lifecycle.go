@@ -388,6 +388,14 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 			if err := lowerMarks(ctx, tx); err != nil {
 				return err
 			}
+			// A purge of the newest mail frees its seqs for new messages
+			// (a rowid is the largest plus one): what hook sessions were
+			// told of them goes, or a new message would be taken as told.
+			// Only then: the table has no index by message.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM hook_announcement WHERE message_seq > (SELECT coalesce(max(seq), 0) FROM message)
+				AND (SELECT max(value) FROM json_each(?1)) > (SELECT coalesce(max(seq), 0) FROM message)`, batch); err != nil {
+				return err
+			}
 			if err := dropOrphanConcepts(ctx, tx, removed); err != nil {
 				return err
 			}
