@@ -20,6 +20,25 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// drainStore is a fresh store where alice has sent bob n unread messages
+// of draft d.
+func drainStore(b *testing.B, n int) (*sqlite.Store, mailroom.Identity, mailroom.Identity, mailroom.Draft) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "d.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
+	d.OriginSessionID = "SESSION:bench"
+	if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
+		b.Fatal(err)
+	}
+	return s, alice, bob, d
+}
+
 // BenchmarkDrainCPU is mark_read({all: true}) over 100,000 unread messages
 // in process, reporting the process CPU per drain next to the wall time.
 func BenchmarkDrainCPU(b *testing.B) {
@@ -28,17 +47,7 @@ func BenchmarkDrainCPU(b *testing.B) {
 	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "d.db"), sqlite.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		alice, _ := s.EnsureAgent(ctx, "alice")
-		bob, _ := s.EnsureAgent(ctx, "bob")
-		d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
-		d.OriginSessionID = "SESSION:bench"
-		if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
-			b.Fatal(err)
-		}
+		s, _, bob, _ := drainStore(b, n)
 		b.StartTimer()
 		c0 := cpuTime()
 		rc, err := s.MarkAllRead(mailroom.WithCaller(ctx, bob), "", false)
@@ -62,17 +71,7 @@ func BenchmarkDrainRowsCPU(b *testing.B) {
 	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "d.db"), sqlite.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		alice, _ := s.EnsureAgent(ctx, "alice")
-		bob, _ := s.EnsureAgent(ctx, "bob")
-		d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
-		d.OriginSessionID = "SESSION:bench"
-		if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
-			b.Fatal(err)
-		}
+		s, alice, bob, d := drainStore(b, n)
 		f, _ := mailroom.ListInput{}.Filter()
 		p, err := s.List(mailroom.WithCaller(ctx, bob), f)
 		if err != nil {

@@ -312,25 +312,7 @@ func TestReviewMigration0012OnAnOlderStore(t *testing.T) {
 	}
 	db.Close()
 	s = open(t, path, sqlite.Options{NoSync: true, Hooks: &sqlite.Hooks{HoldFold: true}})
-	rc, err := s.MarkAllRead(bob, "", false)
-	if err != nil || rc.ReadCount != 20 || rc.DurableCount != 20 || sqlite.MarkDrains(s) != 1 {
-		t.Fatalf("drain after the migration: %+v %v (by mark %d)", rc, err, sqlite.MarkDrains(s))
-	}
-	f, _ := mailroom.ListInput{Limit: ptr(1)}.Filter()
-	p, err := s.List(bob, f)
-	if err != nil || len(p.Messages) != 1 {
-		t.Fatal(err)
-	}
-	if _, err := s.Delete(bob, p.Messages[0].MessageID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Send(alice, benchstore.Draft()); err != nil {
-		t.Fatal(err)
-	}
-	checkNoMismatch(t, s, "after the migration, a drain, a delete and a send")
-	if st, _ := s.Status(bob); st.Unread.Total != 1 {
-		t.Fatalf("unread %+v", st.Unread)
-	}
+	drainsAfterMigration(t, s, alice, bob)
 	if m, _ := sqlite.ReadMarks(ctx, s); len(m) != 1 {
 		t.Fatalf("marks %v", m)
 	}
