@@ -20,19 +20,7 @@ import (
 func BenchmarkDrainStatement(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
-	tmpl := filepath.Join(b.TempDir(), "tmpl.db")
-	s, err := Open(ctx, tmpl, Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	alice, _ := s.EnsureAgent(ctx, "alice")
-	bob, _ := s.EnsureAgent(ctx, "bob")
-	d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
-	d.OriginSessionID = "SESSION:bench"
-	if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
-		b.Fatal(err)
-	}
-	s.Close()
+	tmpl, _, bob, _, _ := unreadTemplate(b, n)
 	list := ` WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL AND archived_at IS NULL AND +recipient_id = ?2`
 	for _, tc := range []struct{ name, q string }{
 		{"read_by", `UPDATE delivery SET read_at = ?1, read_by = ?2` + list},
@@ -79,6 +67,28 @@ func BenchmarkDrainStatement(b *testing.B) {
 	}
 }
 
+// unreadTemplate is a closed store file where alice has sent bob n unread
+// messages of draft d (carol is an agent too), for benchmarks to copy.
+func unreadTemplate(b *testing.B, n int) (path string, alice, bob, carol mailroom.Identity, d mailroom.Draft) {
+	b.Helper()
+	ctx := context.Background()
+	path = filepath.Join(b.TempDir(), "tmpl.db")
+	s, err := Open(ctx, path, Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	alice, _ = s.EnsureAgent(ctx, "alice")
+	bob, _ = s.EnsureAgent(ctx, "bob")
+	carol, _ = s.EnsureAgent(ctx, "carol")
+	d, _ = mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
+	d.OriginSessionID = "SESSION:bench"
+	if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
+		b.Fatal(err)
+	}
+	return path, alice, bob, carol, d
+}
+
 func copyFile(tb testing.TB, from, to string) {
 	in, err := os.Open(from)
 	if err != nil {
@@ -108,20 +118,7 @@ func copyFile(tb testing.TB, from, to string) {
 func BenchmarkDrainFold(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
-	tmpl := filepath.Join(b.TempDir(), "tmpl.db")
-	s, err := Open(ctx, tmpl, Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	alice, _ := s.EnsureAgent(ctx, "alice")
-	bob, _ := s.EnsureAgent(ctx, "bob")
-	carol, _ := s.EnsureAgent(ctx, "carol")
-	d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
-	d.OriginSessionID = "SESSION:bench"
-	if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
-		b.Fatal(err)
-	}
-	s.Close()
+	tmpl, _, bob, carol, d := unreadTemplate(b, n)
 	drained := func(b *testing.B) *Store {
 		path := filepath.Join(b.TempDir(), "d.db")
 		copyFile(b, tmpl, path)
@@ -168,6 +165,7 @@ func BenchmarkDrainFold(b *testing.B) {
 		b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "fold-ms/op")
 	})
 	sends := func(b *testing.B, fold bool) {
+		var s *Store // each round's drained copy
 		var lat []time.Duration
 		var wall time.Duration
 		carolCtx := mailroom.WithCaller(ctx, carol)
