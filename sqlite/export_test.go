@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/mailroom/mailroom"
@@ -167,3 +168,6 @@ func ReadMarks(ctx context.Context, s *Store) ([]string, error) {
 
 // MarkDrains counts the drains the store made by a read mark.
 func MarkDrains(s *Store) int64 { return s.marks.Load() }
+
+// CopyFile copies the file from to to (a seeded store, for benchmarks).
+func CopyFile(tb testing.TB, from, to string) { copyFile(tb, from, to) }

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +23,7 @@ func BenchmarkHotPath(b *testing.B) {
 		b.Skip("MAILROOM_BENCH_DB names a store made by mailroom bench seed")
 	}
 	path := filepath.Join(b.TempDir(), "hot.db")
-	copySeeded(b, src, path)
+	sqlite.CopyFile(b, src, path)
 	s := open(b, path, sqlite.Options{})
 	ctx := context.Background()
 	me, err := s.EnsureAgent(ctx, "agent-0")
@@ -83,23 +82,4 @@ func BenchmarkHotPath(b *testing.B) {
 		}
 		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	})
-}
-
-// copySeeded copies the seeded store at src to dst.
-func copySeeded(tb testing.TB, src, dst string) {
-	in, err := os.Open(src)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		tb.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		tb.Fatal(err)
-	}
 }
