@@ -210,11 +210,21 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("migrations table: %w", err)
 	}
-	for _, name := range names {
-		version, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
-		if err != nil {
+	versions := make([]int, len(names))
+	for i, name := range names {
+		if versions[i], err = strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0]); err != nil {
 			return fmt.Errorf("migration %s: bad name", name)
 		}
+	}
+	var stored int
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migration`).Scan(&stored); err != nil {
+		return err
+	}
+	if err := mailroom.CheckSchema(stored, versions[len(versions)-1]); err != nil {
+		return err
+	}
+	for i, name := range names {
+		version := versions[i]
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return err

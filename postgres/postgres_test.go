@@ -403,3 +403,28 @@ func TestSearchWalksKeepTheResults(t *testing.T) {
 		})
 	}
 }
+
+// A database upgraded by a newer mailroom is refused, not misread.
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s := open(t, url, postgres.Options{})
+	if _, err := s.EnsureAgent(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migration (version, name) VALUES (9999, '9999_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := postgres.Open(ctx, url, postgres.Options{})
+	if mailroom.ErrorCode(err) != mailroom.ECONFLICT || !strings.Contains(err.Error(), "schema version 9999 is newer than this mailroom knows") {
+		t.Fatalf("open of a newer database: %v, want a conflict naming its version", err)
+	}
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM schema_migration WHERE version = 9999`); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, url, postgres.Options{})
+	ids, err := s2.Identities(ctx)
+	if err != nil || len(ids) != 1 || ids[0].Name != "alice" {
+		t.Fatalf("after the refused open: identities %+v, %v; want alice alone", ids, err)
+	}
+}

@@ -458,19 +458,32 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
-		if err != nil {
+	versions := make([]int, len(names))
+	for i, name := range names {
+		if versions[i], err = strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0]); err != nil {
 			return fmt.Errorf("migration %s: bad name", name)
 		}
+	}
+	err = s.write(ctx, func(tx *ptx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+			return err
+		}
+		var stored int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migration`).Scan(&stored); err != nil {
+			return err
+		}
+		return mailroom.CheckSchema(stored, versions[len(versions)-1])
+	})
+	if err != nil {
+		return err
+	}
+	for i, name := range names {
+		version := versions[i]
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return err
 		}
 		err = s.write(ctx, func(tx *ptx) error {
-			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
-				return err
-			}
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migration WHERE version = ?`, version).Scan(&n); err != nil || n > 0 {
 				return err

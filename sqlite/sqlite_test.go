@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +52,37 @@ func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
 		return open(t, sqlite.Memory, sqlite.Options{Now: now})
 	})
+}
+
+// A store upgraded by a newer mailroom is refused, not misread: its
+// migrations may change what rows mean (0012's read-through mark made
+// drained mail look unread to a binary without it).
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := open(t, path, sqlite.Options{NoSync: true})
+	if _, err := s.EnsureAgent(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO schema_migration (version, applied_at) VALUES (9999, '2027-01-01T00:00:00Z')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlite.Open(context.Background(), path, sqlite.Options{NoSync: true})
+	if mailroom.ErrorCode(err) != mailroom.ECONFLICT || !strings.Contains(err.Error(), "schema version 9999 is newer than this mailroom knows") {
+		t.Fatalf("open of a newer store: %v, want a conflict naming its version", err)
+	}
+	if _, err := db.Exec(`DELETE FROM schema_migration WHERE version = 9999`); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path, sqlite.Options{NoSync: true})
+	ids, err := s.Identities(context.Background())
+	if err != nil || len(ids) != 1 || ids[0].Name != "alice" {
+		t.Fatalf("after the refused open: identities %+v, %v; want alice alone", ids, err)
+	}
 }
