@@ -39,7 +39,13 @@ func (s *Store) AddIdentity(ctx context.Context, name string, kind mailroom.Kind
 }
 
 func ensureIdentity(ctx context.Context, tx *ptx, name string, kind mailroom.Kind) (mailroom.Identity, error) {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO identity (name, kind, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, kind, ts(tx.now())); err != nil {
+	// Ids start at 2. SQLite re-plans a prepared statement whenever a bound
+	// integer it compares by = moves into or out of {0, 1} (its guess of how
+	// often "col = ?" holds peeks at the value), and every listing binds the
+	// reader's id: with an identity 1, its calls and everyone else's took
+	// turns re-planning each other's statements.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO identity (id, name, kind, created_at)
+		SELECT max(coalesce(max(id), 0) + 1, 2), ?, ?, ? FROM identity WHERE true ON CONFLICT (name) DO NOTHING`, name, kind, ts(tx.now())); err != nil {
 		return mailroom.Identity{}, err
 	}
 	id, err := identityByName(ctx, tx, name)

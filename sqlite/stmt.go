@@ -11,13 +11,16 @@ import (
 
 // maxCachedStmts bounds the statement cache: the store's fixed queries fit
 // many times over, and listings with unusual filter mixes run unprepared.
-const maxCachedStmts = 256
+const maxCachedStmts = 352
 
 // maxListingStmts bounds the listing queries among them: a listing's text
-// depends only on which filters it has (values are parameters), so a few
-// shapes serve nearly every call, and parsing and planning one of those
-// UNION statements costs more than running it on a small inbox.
-const maxListingStmts = 32
+// depends only on which filters it has and how many roles the reader holds
+// (values are parameters), and parsing and planning one of those UNION
+// statements (2-6 ms) costs more than running it on a small inbox. A mix
+// of readers and filters passed 32 shapes (the store suite's role-count
+// walk uses ~110); a prepared listing holds ~44 KB on each connection that
+// ran it, so 128 is at most ~6 MB a connection.
+const maxListingStmts = 128
 
 // stmtCache keeps the store's statements prepared, so a send does not parse
 // and plan a dozen statements each time. database/sql keeps one prepared copy
