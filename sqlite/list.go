@@ -15,29 +15,75 @@ import (
 // did), message m and the caller's delivery d.
 const rowColumns = `m.id, m.subject,
 	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
-	(SELECT json_group_array(address) FROM (SELECT address FROM message_to WHERE message_seq = m.seq ORDER BY position)),
+	` + recipientsM + `,
 	m.priority, m.created_at, ` + readAtD + `, d.archived_at, m.thread_id, m.retracted,
 	CASE WHEN d.role IS NOT NULL THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
+
+// recipientsM are message m's recipients, a JSON array in their order.
+const recipientsM = `(SELECT json_group_array(address) FROM (SELECT address FROM message_to WHERE message_seq = m.seq ORDER BY position))`
+
+// listColumns are rowColumns as List reads them: the sender and a role
+// delivery's reader as identity ids, named from the store's cache
+// (nameCache), and readAt by the expression the branch needs.
+func listColumns(readAt string) string {
+	return `m.id, m.subject, m.sender_id, ` + recipientsM + `, m.priority, m.created_at, ` + readAt +
+		`, d.archived_at, m.thread_id, m.retracted, CASE WHEN d.role IS NOT NULL THEN d.read_by END`
+}
+
+// outboxColumns are listColumns for a sent message: no delivery of the
+// caller's, so no read state or archive.
+const outboxColumns = `m.id, m.subject, m.sender_id, ` + recipientsM + `, m.priority, m.created_at, NULL, NULL, m.thread_id, m.retracted, NULL`
+
+// withRows makes a listing branch of (seq, did) select the row columns
+// cols and seq instead, joining the message if it did not. A first page's
+// merge then yields finished rows: reading (seq, did) first and each row's
+// message and delivery again by key afterwards cost a third more. Only for
+// pages without an offset: the merge computes the columns of every row it
+// passes, skipped ones too.
+func withRows(branch, cols string) string {
+	const inbox, join, outbox = `SELECT d.message_seq AS seq, d.id AS did FROM delivery d`, ` JOIN message m ON m.seq = d.message_seq`,
+		`SELECT m.seq AS seq, NULL AS did FROM message m`
+	if rest, ok := strings.CutPrefix(branch, inbox); ok {
+		return `SELECT ` + cols + `, d.message_seq AS seq FROM delivery d` + join + strings.TrimPrefix(rest, join)
+	}
+	if rest, ok := strings.CutPrefix(branch, outbox); ok {
+		return `SELECT ` + cols + `, m.seq AS seq FROM message m` + rest
+	}
+	panic("sqlite: withRows: not a listing branch")
+}
 
 func scanRow(sc interface{ Scan(...any) error }) (mailroom.Row, error) {
 	return newRowScan().scan(sc)
 }
 
-// rowScan reads message rows (rowColumns, then extra columns) into one set
-// of scan targets, made once per query: a page of 50 rows allocated some
-// 600 of them, one per column per row, through the interfaces Scan takes.
+// rowScan reads message rows (rowColumns, or listColumns with ids set,
+// then extra columns) into one set of scan targets, made once per query: a
+// page of 50 rows allocated some 600 of them, one per column per row,
+// through the interfaces Scan takes.
 type rowScan struct {
 	r                mailroom.Row
 	priority, to     string
 	sent             string
 	readAt, archived sql.NullString
 	readBy           sql.NullString
-	dest             []any
+	// With ids, the row's sender and reader are identity ids, named by
+	// the caller: From and ReadBy are left empty.
+	ids      bool
+	senderID int64
+	readByID sql.NullInt64
+	dest     []any
 }
 
 func newRowScan(extra ...any) *rowScan {
 	s := &rowScan{}
 	s.dest = append([]any{&s.r.MessageID, &s.r.Subject, &s.r.From, &s.to, &s.priority, &s.sent, &s.readAt, &s.archived, &s.r.ThreadID, &s.r.Retracted, &s.readBy}, extra...)
+	return s
+}
+
+// newListScan is newRowScan for listColumns.
+func newListScan(extra ...any) *rowScan {
+	s := &rowScan{ids: true}
+	s.dest = append([]any{&s.r.MessageID, &s.r.Subject, &s.senderID, &s.to, &s.priority, &s.sent, &s.readAt, &s.archived, &s.r.ThreadID, &s.r.Retracted, &s.readByID}, extra...)
 	return s
 }
 
@@ -54,7 +100,7 @@ func (s *rowScan) scan(sc interface{ Scan(...any) error }) (mailroom.Row, error)
 	}
 	r.SentAt = parseTS(s.sent)
 	r.ReadAt, r.ArchivedAt = parseNullTS(s.readAt), parseNullTS(s.archived)
-	if s.readBy.Valid {
+	if s.readBy.Valid && !s.ids {
 		by := s.readBy.String
 		r.ReadBy = &by
 	}
@@ -304,7 +350,24 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			return b
 		}
-		parts, pageParts := branches("", ""), branches(dbefore, mbefore)
+		// rowBranches are branches selecting the rows (listColumns) for
+		// a page without an offset (withRows).
+		rowBranches := func(dextra, mextra string) []string {
+			b := branches(dextra, mextra)
+			for i := range b {
+				switch inbox := f.Box != mailroom.BoxOutbox; {
+				case inbox && i == 0: // the personal branch: all the owner's
+					b[i] = withRows(b[i], listColumns(readAtOwnerD))
+				case inbox && i <= len(roles):
+					b[i] = withRows(b[i], listColumns(readAtD))
+				default:
+					b[i] = withRows(b[i], outboxColumns)
+				}
+			}
+			return b
+		}
+		parts := branches("", "")
+		pdextra, pmextra := dbefore, mbefore // the page's conditions
 		if len(parts) == 0 || search != "" {
 			if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
 				return err
@@ -354,7 +417,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return nil
 			}
 			in := ` IN (SELECT value FROM json_each(` + param(jsonInts(seqs)) + `))`
-			pageParts, offset = branches(` AND d.message_seq`+in, ` AND m.seq`+in), 0
+			pdextra, pmextra, offset = ` AND d.message_seq`+in, ` AND m.seq`+in, 0
 		} else {
 			var count strings.Builder
 			count.WriteString(`SELECT 0`)
@@ -387,14 +450,21 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		}
 		if offset < page.TotalCount || search != "" {
 			// One row more than the page says whether a next page exists.
-			lim, off := param(f.Limit+1), param(offset)
-			q := `SELECT ` + rowColumns + `, b.seq FROM (` + strings.Join(pageParts, " UNION ALL ") + ` ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
-				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
-			if related != "" {
-				q = `SELECT ` + rowColumns + `, b.seq FROM (SELECT u.seq, u.did, (SELECT count(*) FROM message_concept x
+			// (Unary plus: a bound LIMIT's value is not the plan's.)
+			lim := param(f.Limit + 1)
+			var q string
+			switch {
+			case related != "":
+				q = `SELECT ` + listColumns(readAtD) + `, b.seq FROM (SELECT u.seq, u.did, (SELECT count(*) FROM message_concept x
 						WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
-					FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
+					FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT +` + lim + ` OFFSET +` + param(offset) + `) b
 					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.shared DESC, b.seq DESC`
+			case offset == 0:
+				q = strings.Join(rowBranches(pdextra, pmextra), " UNION ALL ") + ` ORDER BY seq DESC LIMIT +` + lim
+			default:
+				q = `SELECT ` + listColumns(readAtD) + `, b.seq FROM (` + strings.Join(branches(pdextra, pmextra), " UNION ALL ") +
+					` ORDER BY seq DESC LIMIT +` + lim + ` OFFSET +` + param(offset) + `) b
+					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
 			}
 			rows, err := tx.queryUncached(ctx, q, args...)
 			if err != nil {
@@ -402,8 +472,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			defer rows.Close()
 			var seq, last int64
-			sc := newRowScan(&seq)
+			sc := newListScan(&seq)
 			page.Messages = make([]mailroom.Row, 0, f.Limit)
+			ids := make([]int64, 0, f.Limit) // the rows' senders, then their role readers
+			var readers []int                // rows read by a role holder
 			for rows.Next() {
 				r, err := sc.scan(rows)
 				if err != nil {
@@ -418,11 +490,18 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					break
 				}
 				page.Messages = append(page.Messages, r)
+				ids = append(ids, sc.senderID)
+				if sc.readByID.Valid {
+					readers = append(readers, len(page.Messages)-1)
+					ids = append(ids, sc.readByID.Int64) // moved behind the senders below
+				}
 				last = seq
 			}
 			if err := rows.Err(); err != nil {
 				return err
 			}
+			rows.Close() // before naming, which runs a statement of its own
+			return s.nameRows(ctx, tx, page.Messages, ids, readers)
 		}
 		return nil
 	})
@@ -437,6 +516,27 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), total)
 	}
 	return page, nil
+}
+
+// nameRows sets each row's From and, for rows[readers[k]], ReadBy from
+// ids: the rows' senders' and readers' identity ids in row order, each
+// reader's id right after its row's sender.
+func (s *Store) nameRows(ctx context.Context, tx *ptx, rows []mailroom.Row, ids []int64, readers []int) error {
+	names := make([]string, len(ids))
+	if err := s.names.name(ctx, tx, ids, names); err != nil {
+		return err
+	}
+	j, k := 0, 0
+	for i := range rows {
+		rows[i].From = names[j]
+		j++
+		if k < len(readers) && readers[k] == i {
+			by := names[j]
+			rows[i].ReadBy = &by
+			j, k = j+1, k+1
+		}
+	}
+	return nil
 }
 
 // counted reports whether mailbox_count answers the personal branch's count

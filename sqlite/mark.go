@@ -40,6 +40,12 @@ const unreadD = `(d.read_at IS NULL AND d.message_seq > ` + markedThroughD + `)`
 // mark's when the mark covers it.
 const readAtD = `coalesce(d.read_at, (SELECT k.at FROM read_mark k WHERE k.recipient_id = d.recipient_id AND d.message_seq <= k.through_seq))`
 
+// readAtOwnerD is readAtD for a delivery d of the mailbox owner ?1 (the
+// personal branch of inboxBranches): the owner's mark is a constant of the
+// statement, read once instead of once per unread row.
+const readAtOwnerD = `coalesce(d.read_at, CASE WHEN d.message_seq <= ` + markedThroughOwner + `
+	THEN (SELECT k.at FROM read_mark k WHERE k.recipient_id = ?1) END)`
+
 // personalUnread rewrites a condition on the inbox's delivery d for the
 // personal branch: "d.read_at IS NULL" (always one term of an AND chain)
 // also leaves out what the owner's mark covers.

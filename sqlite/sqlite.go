@@ -114,6 +114,7 @@ type Store struct {
 	group     commitGroup
 	mode      writeMode
 	cache     stmtCache
+	names     nameCache // identities' addresses for listings
 	// wdb and wcache are the one-connection writer pool of writePool mode
 	// (kept to measure the write queue against; see group.go).
 	wdb    *sql.DB
