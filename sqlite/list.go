@@ -23,16 +23,16 @@ const rowColumns = `m.id, m.subject,
 const recipientsM = `(SELECT json_group_array(address) FROM (SELECT address FROM message_to WHERE message_seq = m.seq ORDER BY position))`
 
 // listColumns are rowColumns as List reads them: the sender and a role
-// delivery's reader as identity ids, named from the store's cache
-// (nameCache), and readAt by the expression the branch needs.
+// delivery's reader as identity ids, and no recipients, all three from the
+// store's caches (nameRows), and readAt by the expression the branch needs.
 func listColumns(readAt string) string {
-	return `m.id, m.subject, m.sender_id, ` + recipientsM + `, m.priority, m.created_at, ` + readAt +
+	return `m.id, m.subject, m.sender_id, m.priority, m.created_at, ` + readAt +
 		`, d.archived_at, m.thread_id, m.retracted, CASE WHEN d.role IS NOT NULL THEN d.read_by END`
 }
 
 // outboxColumns are listColumns for a sent message: no delivery of the
 // caller's, so no read state or archive.
-const outboxColumns = `m.id, m.subject, m.sender_id, ` + recipientsM + `, m.priority, m.created_at, NULL, NULL, m.thread_id, m.retracted, NULL`
+const outboxColumns = `m.id, m.subject, m.sender_id, m.priority, m.created_at, NULL, NULL, m.thread_id, m.retracted, NULL`
 
 // withRows makes a listing branch of (seq, did) select the row columns
 // cols and seq instead, joining the message if it did not. A first page's
@@ -66,8 +66,8 @@ type rowScan struct {
 	sent             string
 	readAt, archived sql.NullString
 	readBy           sql.NullString
-	// With ids, the row's sender and reader are identity ids, named by
-	// the caller: From and ReadBy are left empty.
+	// With ids (listColumns), the row's sender and reader are identity
+	// ids, named by the caller, who also fills in To.
 	ids      bool
 	senderID int64
 	readByID sql.NullInt64
@@ -83,7 +83,7 @@ func newRowScan(extra ...any) *rowScan {
 // newListScan is newRowScan for listColumns.
 func newListScan(extra ...any) *rowScan {
 	s := &rowScan{ids: true}
-	s.dest = append([]any{&s.r.MessageID, &s.r.Subject, &s.senderID, &s.to, &s.priority, &s.sent, &s.readAt, &s.archived, &s.r.ThreadID, &s.r.Retracted, &s.readByID}, extra...)
+	s.dest = append([]any{&s.r.MessageID, &s.r.Subject, &s.senderID, &s.priority, &s.sent, &s.readAt, &s.archived, &s.r.ThreadID, &s.r.Retracted, &s.readByID}, extra...)
 	return s
 }
 
@@ -94,9 +94,11 @@ func (s *rowScan) scan(sc interface{ Scan(...any) error }) (mailroom.Row, error)
 	}
 	r := s.r
 	r.Priority = mailroom.Priority(s.priority)
-	var err error
-	if r.To, err = addresses(s.to); err != nil {
-		return mailroom.Row{}, err
+	if !s.ids {
+		var err error
+		if r.To, err = addresses(s.to); err != nil {
+			return mailroom.Row{}, err
+		}
 	}
 	r.SentAt = parseTS(s.sent)
 	r.ReadAt, r.ArchivedAt = parseNullTS(s.readAt), parseNullTS(s.archived)
@@ -474,8 +476,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			var seq, last int64
 			sc := newListScan(&seq)
 			page.Messages = make([]mailroom.Row, 0, f.Limit)
-			ids := make([]int64, 0, f.Limit) // the rows' senders, then their role readers
-			var readers []int                // rows read by a role holder
+			ids := make([]int64, 0, f.Limit) // the rows' senders, each followed by its role reader
+			seqs := make([]int64, 0, f.Limit)
+			var readers []int // rows read by a role holder
 			for rows.Next() {
 				r, err := sc.scan(rows)
 				if err != nil {
@@ -490,10 +493,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					break
 				}
 				page.Messages = append(page.Messages, r)
-				ids = append(ids, sc.senderID)
+				ids, seqs = append(ids, sc.senderID), append(seqs, seq)
 				if sc.readByID.Valid {
 					readers = append(readers, len(page.Messages)-1)
-					ids = append(ids, sc.readByID.Int64) // moved behind the senders below
+					ids = append(ids, sc.readByID.Int64)
 				}
 				last = seq
 			}
@@ -501,7 +504,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 			rows.Close() // before naming, which runs a statement of its own
-			return s.nameRows(ctx, tx, page.Messages, ids, readers)
+			return s.nameRows(ctx, tx, page.Messages, ids, readers, seqs)
 		}
 		return nil
 	})
@@ -516,27 +519,6 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		page.NextOffset = mailroom.NextOffsetFor(f.Offset, len(page.Messages), total)
 	}
 	return page, nil
-}
-
-// nameRows sets each row's From and, for rows[readers[k]], ReadBy from
-// ids: the rows' senders' and readers' identity ids in row order, each
-// reader's id right after its row's sender.
-func (s *Store) nameRows(ctx context.Context, tx *ptx, rows []mailroom.Row, ids []int64, readers []int) error {
-	names := make([]string, len(ids))
-	if err := s.names.name(ctx, tx, ids, names); err != nil {
-		return err
-	}
-	j, k := 0, 0
-	for i := range rows {
-		rows[i].From = names[j]
-		j++
-		if k < len(readers) && readers[k] == i {
-			by := names[j]
-			rows[i].ReadBy = &by
-			j, k = j+1, k+1
-		}
-	}
-	return nil
 }
 
 // counted reports whether mailbox_count answers the personal branch's count

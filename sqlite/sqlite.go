@@ -114,7 +114,10 @@ type Store struct {
 	group     commitGroup
 	mode      writeMode
 	cache     stmtCache
-	names     nameCache // identities' addresses for listings
+	// names and recipients are what listings read of identities and
+	// messages that never changes (names.go).
+	names      frozen[int64, string]
+	recipients frozen[string, []string]
 	// wdb and wcache are the one-connection writer pool of writePool mode
 	// (kept to measure the write queue against; see group.go).
 	wdb    *sql.DB
