@@ -339,19 +339,30 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// branches are the SELECTs of (seq, did) the listing unions, with
 		// extra conditions on the inbox's delivery d and the outbox's
 		// message m.
+		// Outbox rows have no read state, archive or route of the
+		// caller's, so listings by those have none of them.
+		withOutbox := f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == ""
+		nparts := 0
+		if f.Box != mailroom.BoxOutbox {
+			nparts = 1 + len(roles)
+		}
+		if withOutbox {
+			nparts++
+		}
 		branches := func(dextra, mextra string) []string {
 			var b []string
 			if f.Box != mailroom.BoxOutbox {
 				b = inboxBranches(dcond+dextra, mcond)
 				b = append(b[:1], perRole(b[1], len(roles))...)
 			}
-			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
-				// Outbox rows have no read state, archive or route of the
-				// caller's, so listings by those have none of them.
+			if withOutbox {
 				b = append(b, outboxBranch(mcond+ocond+mextra, f.Box == mailroom.BoxAll))
 			}
 			return b
 		}
+		// shape is what the statements' text depends on besides what
+		// each adds (their values are all parameters).
+		shape := strings.Join([]string{string(f.Box), strconv.FormatBool(withOutbox), itoa(len(roles)), dcond, mcond, ocond}, "\x00")
 		// rowBranches are branches selecting the rows (listColumns) for
 		// a page without an offset (withRows).
 		rowBranches := func(dextra, mextra string) []string {
@@ -368,14 +379,13 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			return b
 		}
-		parts := branches("", "")
 		pdextra, pmextra := dbefore, mbefore // the page's conditions
-		if len(parts) == 0 || search != "" {
+		if nparts == 0 || search != "" {
 			if page.Watermark, err = watermark(ctx, tx, me.ID, rolesJSON); err != nil {
 				return err
 			}
 		}
-		if len(parts) == 0 {
+		if nparts == 0 {
 			return nil
 		}
 		offset := f.Offset
@@ -421,31 +431,35 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			in := ` IN (SELECT value FROM json_each(` + param(jsonInts(seqs)) + `))`
 			pdextra, pmextra, offset = ` AND d.message_seq`+in, ` AND m.seq`+in, 0
 		} else {
-			var count strings.Builder
-			count.WriteString(`SELECT 0`)
 			// From counts where f's filters are theirs: parts are the
 			// personal branch, one branch per role (counted at once), then
 			// the outbox's.
 			fromCounts := f.Box != mailroom.BoxOutbox && counted(f)
-			for i, p := range parts {
-				switch {
-				case fromCounts && i == 0:
-					count.WriteString(` + (` + personalCount(f, via, priority) + `)`)
-				case fromCounts && i <= len(roles):
-					if i == 1 {
-						count.WriteString(` + ` + roleTotal(countKeys(f, `'role'`, via, priority), dcond, mcond))
+			pc, rk := personalCount(f, via, priority), countKeys(f, `'role'`, via, priority)
+			q := s.text(shape+"\x00count\x00"+strconv.FormatBool(fromCounts)+pc+"\x00"+rk, func() string {
+				var count strings.Builder
+				count.WriteString(`SELECT 0`)
+				for i, p := range branches("", "") {
+					switch {
+					case fromCounts && i == 0:
+						count.WriteString(` + (` + pc + `)`)
+					case fromCounts && i <= len(roles):
+						if i == 1 {
+							count.WriteString(` + ` + roleTotal(rk, dcond, mcond))
+						}
+					default:
+						count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 					}
-				default:
-					count.WriteString(` + (SELECT count(*) FROM (` + p + `))`)
 				}
-			}
-			// The watermark rides along: as a statement of its own, its
-			// fixed cost was about as much as its work.
-			count.WriteString(`, (` + watermarkSQL(len(roles)) + `)`)
+				// The watermark rides along: as a statement of its own,
+				// its fixed cost was about as much as its work.
+				count.WriteString(`, (` + watermarkSQL(len(roles)) + `)`)
+				return count.String()
+			})
 			// The count and page queries vary with the filters: the common
 			// shapes are kept prepared, the rest run unprepared.
 			var mark sql.NullString
-			if err := tx.queryRowUncached(ctx, count.String(), args...).Scan(&page.TotalCount, &mark); err != nil {
+			if err := tx.queryRowUncached(ctx, q, args...).Scan(&page.TotalCount, &mark); err != nil {
 				return err
 			}
 			page.Watermark = nullString(mark)
@@ -459,14 +473,19 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			case related != "":
 				q = `SELECT ` + listColumns(readAtD) + `, b.seq FROM (SELECT u.seq, u.did, (SELECT count(*) FROM message_concept x
 						WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
-					FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT +` + lim + ` OFFSET +` + param(offset) + `) b
+					FROM (` + strings.Join(branches("", ""), " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT +` + lim + ` OFFSET +` + param(offset) + `) b
 					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.shared DESC, b.seq DESC`
 			case offset == 0:
-				q = strings.Join(rowBranches(pdextra, pmextra), " UNION ALL ") + ` ORDER BY seq DESC LIMIT +` + lim
+				q = s.text(shape+"\x00rows\x00"+pdextra+"\x00"+pmextra+"\x00"+lim, func() string {
+					return strings.Join(rowBranches(pdextra, pmextra), " UNION ALL ") + ` ORDER BY seq DESC LIMIT +` + lim
+				})
 			default:
-				q = `SELECT ` + listColumns(readAtD) + `, b.seq FROM (` + strings.Join(branches(pdextra, pmextra), " UNION ALL ") +
-					` ORDER BY seq DESC LIMIT +` + lim + ` OFFSET +` + param(offset) + `) b
+				off := param(offset)
+				q = s.text(shape+"\x00page\x00"+pdextra+"\x00"+pmextra+"\x00"+lim+"\x00"+off, func() string {
+					return `SELECT ` + listColumns(readAtD) + `, b.seq FROM (` + strings.Join(branches(pdextra, pmextra), " UNION ALL ") +
+						` ORDER BY seq DESC LIMIT +` + lim + ` OFFSET +` + off + `) b
 					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
+				})
 			}
 			rows, err := tx.queryUncached(ctx, q, args...)
 			if err != nil {

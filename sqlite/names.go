@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -21,11 +22,12 @@ import (
 // An entry never goes stale, and what another process added is read on its
 // first miss.
 type frozen[K comparable, V any] struct {
-	mu sync.Mutex
-	m  map[K]V
+	mu  sync.Mutex
+	m   map[K]V
+	max int // past it the cache starts over; 0 for maxFrozen
 }
 
-// maxFrozen bounds each cache; past it a cache starts over.
+// maxFrozen bounds a cache by default.
 const maxFrozen = 8192
 
 func (c *frozen[K, V]) get(k K) (V, bool) {
@@ -38,7 +40,7 @@ func (c *frozen[K, V]) get(k K) (V, bool) {
 func (c *frozen[K, V]) put(found map[K]V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m)+len(found) > maxFrozen {
+	if c.m == nil || len(c.m)+len(found) > cmp.Or(c.max, maxFrozen) {
 		c.m = make(map[K]V, len(found))
 	}
 	for k, v := range found {
@@ -131,4 +133,21 @@ func scanRows[A, B any](ctx context.Context, tx *ptx, q string, arg any, row fun
 		row(a, b)
 	}
 	return rows.Err()
+}
+
+// maxTexts bounds Store.texts: a listing statement's text is a few KB,
+// and a store sees a few dozen shapes.
+const maxTexts = 512
+
+// text returns the listing statement key names, built on a miss: building
+// the text of a page and its count (a branch per held role, each rewritten
+// from inboxBranches) was a tenth of a page's CPU. The key holds everything
+// the text depends on; values are always parameters.
+func (s *Store) text(key string, build func() string) string {
+	if q, ok := s.texts.get(key); ok {
+		return q
+	}
+	q := build()
+	s.texts.put(map[string]string{key: q})
+	return q
 }

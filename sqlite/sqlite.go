@@ -118,6 +118,7 @@ type Store struct {
 	// messages that never changes (names.go).
 	names      frozen[int64, string]
 	recipients frozen[string, []string]
+	texts      frozen[string, string] // listing statements by shape (Store.text)
 	// wdb and wcache are the one-connection writer pool of writePool mode
 	// (kept to measure the write queue against; see group.go).
 	wdb    *sql.DB
@@ -186,6 +187,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s := &Store{path: path, durable: path != Memory, bulk: opts.BulkLoad, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor, bulkChunk: defaultBulkChunk, foldChunk: defaultFoldChunk,
 		foldWake: make(chan struct{}, 1),
 		cache:    stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
+		texts:    frozen[string, string]{max: maxTexts},
 		wcache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wlock:    make(chan struct{}, 1),
 		changes:  mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1)}
