@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -171,3 +172,6 @@ func MarkDrains(s *Store) int64 { return s.marks.Load() }
 
 // CopyFile copies the file from to to (a seeded store, for benchmarks).
 func CopyFile(tb testing.TB, from, to string) { copyFile(tb, from, to) }
+
+// PoolStats is the store's reading pool's database/sql statistics.
+func PoolStats(s *Store) sql.DBStats { return s.db.Stats() }

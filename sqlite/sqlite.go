@@ -248,6 +248,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			db.SetMaxOpenConns(1)
 		} else {
 			db.SetMaxOpenConns(8)
+			// Idle connections are kept, not closed past database/sql's
+			// default two: a closed connection takes its prepared copies
+			// of the cached statements with it, and the next connection
+			// parses and plans them again (a listing's, some 6 KB of SQL,
+			// costs more than running it).
+			db.SetMaxIdleConns(8)
 		}
 		s.db = db
 		return nil
