@@ -170,6 +170,10 @@ func ReadMarks(ctx context.Context, s *Store) ([]string, error) {
 // MarkDrains counts the drains the store made by a read mark.
 func MarkDrains(s *Store) int64 { return s.marks.Load() }
 
+// MarkDrainsOverNewer counts the drains by a read mark that stopped at a
+// watermark with unread mail after it.
+func MarkDrainsOverNewer(s *Store) int64 { return s.marksOver.Load() }
+
 // CopyFile copies the file from to to (a seeded store, for benchmarks).
 func CopyFile(tb testing.TB, from, to string) { copyFile(tb, from, to) }
 

@@ -10,8 +10,10 @@ import (
 // A read-through mark (migration 0012) says that a recipient's personal
 // deliveries with message_seq <= through_seq whose read_at IS NULL are
 // read, at the mark's at: a drain of the caller's whole unread, unarchived
-// personal set writes it instead of rewriting every row (at least 0.23 s of
-// CPU for 100,000 rows here). Every reader of personal read state consults
+// personal set, or of all of it up to a watermark with no archived unread
+// mail there (markWhole), writes it instead of rewriting every row (at
+// least 0.23 s of CPU for 100,000 rows here). Unread mail above a mark is
+// not covered by it, so a mark need not be the newest delivery's. Every reader of personal read state consults
 // it through the expressions below; the store's folder then writes the
 // mark's at into the rows it covers, in chunks off the request path, and
 // deletes it.

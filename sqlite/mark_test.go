@@ -51,7 +51,10 @@ func TestCountsMatchListingsWithTheMarkHeld(t *testing.T) {
 			if n := sqlite.MarkDrains(s); n < 3 {
 				t.Errorf("%d drains by a mark in the mix, want several", n)
 			}
-			t.Logf("%d drains by a mark", sqlite.MarkDrains(s))
+			if n := sqlite.MarkDrainsOverNewer(s); n < 3 {
+				t.Errorf("%d drains by a mark through a watermark with newer mail in the mix, want several", n)
+			}
+			t.Logf("%d drains by a mark, %d of them through a watermark with newer mail", sqlite.MarkDrains(s), sqlite.MarkDrainsOverNewer(s))
 			checkNoMismatch(t, s, "after the mix")
 		})
 	}
@@ -229,6 +232,78 @@ func TestFoldInterleavedWithEveryOperation(t *testing.T) {
 		t.Fatalf("unread after purge %+v", st.Unread)
 	}
 	checkNoMismatch(t, s, "after the purge")
+}
+
+// A drain through a watermark with newer mail is a mark through the
+// watermark: the newer mail, archived or not, stays unread and counted so
+// while the fold writes the mark into the rows below it, chunk by chunk
+// (3 deliveries each), and after it.
+func TestDrainThroughAWatermarkIsAPartialMark(t *testing.T) {
+	ctx := context.Background()
+	s := heldFold(t, storetest.NewClock().Now)
+	sqlite.SetFoldChunk(s, 3)
+	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
+	send := func() string {
+		r, err := s.Send(alice, benchstore.Draft())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.MessageID
+	}
+	for range 12 {
+		send()
+	}
+	f, _ := mailroom.ListInput{Limit: ptr(5)}.Filter()
+	p, err := s.List(bob, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newer []string
+	for range 4 {
+		newer = append(newer, send())
+	}
+	if _, err := s.Archive(bob, newer[1]); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := s.MarkAllRead(bob, *p.Watermark, false)
+	if err != nil || rc.ReadCount != 12 || rc.DurableCount != 12 || sqlite.MarkDrainsOverNewer(s) != 1 {
+		t.Fatalf("drain through the watermark: %+v %v (by a mark over newer mail: %d)", rc, err, sqlite.MarkDrainsOverNewer(s))
+	}
+	unread := func(when string) {
+		t.Helper()
+		uf, _ := mailroom.ListInput{UnreadOnly: true, IncludeArchived: true}.Filter()
+		u, err := s.List(bob, uf)
+		if err != nil || u.TotalCount != 4 || len(u.Messages) != 4 {
+			t.Fatalf("%s: unread %d %v", when, u.TotalCount, err)
+		}
+		for i, r := range u.Messages {
+			if r.MessageID != newer[3-i] || r.ReadAt != nil {
+				t.Fatalf("%s: unread row %d: %s read %v, want %s unread", when, i, r.MessageID, r.ReadAt, newer[3-i])
+			}
+		}
+	}
+	unread("under the mark")
+	steps := 0
+	for {
+		before := view(t, s, bob)
+		more, err := sqlite.FoldStep(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps++
+		if after := view(t, s, bob); after != before {
+			t.Fatalf("fold step %d changed what bob sees:\nbefore\n%s\nafter\n%s", steps, before, after)
+		}
+		checkNoMismatch(t, s, fmt.Sprintf("after fold step %d", steps))
+		if !more {
+			break
+		}
+	}
+	if steps != 5 { // 4 chunks, then a step that finds no mark
+		t.Fatalf("the fold of 12 took %d steps of 3, want 5", steps)
+	}
+	storeAgreesWithRows(t, s, bob)
+	unread("after the fold")
 }
 
 // storeAgreesWithRows checks that what bob is shown unread is what the

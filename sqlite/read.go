@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/mailroom/mailroom"
 )
@@ -299,10 +300,12 @@ func markFailure(s *Store, id string, err error) mailroom.MarkResult {
 // operations, not 100,000 statements.
 //
 // When the drain is of the caller's whole unread, unarchived personal set
-// (and no role mail), it writes a read-through mark instead (mark.go):
-// snapshot and mark are taken in one write transaction, from counts and
-// the newest unread delivery, so there is no moment between them for the
-// inbox to move; the rows are folded off the request path.
+// up to its watermark, if any (and no role mail), and nothing unread at or
+// below the watermark is archived, it writes a read-through mark instead
+// (mark.go): snapshot and mark are taken in one write transaction, from
+// counts, the newest unread delivery up to the watermark and the unread
+// mail after it, so there is no moment between them for the inbox to
+// move; the rows are folded off the request path.
 func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bool) (mailroom.DrainReceipt, error) {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -357,7 +360,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			rc.MatchedCount += n
 		}
 		if byMark {
-			n, ok, err := markWhole(ctx, tx, me.ID, limit)
+			n, _, ok, err := markWhole(ctx, tx, me.ID, limit)
 			if err != nil || ok {
 				nPersonal = n
 				rc.MatchedCount += n
@@ -382,6 +385,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		s.hooks.AfterSnapshot()
 	}
 	var mark readMark // the mark written, if any
+	var newer int     // unread mail after its watermark it left
 	markedPersonal, markedRole := personal, role
 	err = s.write(ctx, func(tx *ptx) error {
 		tx.touch([]int64{me.ID}, rolesTouched)
@@ -395,7 +399,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		n := nPersonal
 		if byMark {
 			var ok bool
-			if mark, n, ok, err = writeMark(ctx, tx, me.ID, limit); err != nil {
+			if mark, n, newer, ok, err = writeMark(ctx, tx, me.ID, limit); err != nil {
 				return err
 			} else if ok {
 				rc.MatchedCount, rc.SnapshotAt = n, parseTS(mark.at)
@@ -467,48 +471,89 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	}
 	if mark.at != "" {
 		s.marks.Add(1)
+		if newer > 0 {
+			s.marksOver.Add(1)
+		}
 		s.wakeFolder()
 	}
 	rc.Settle(s.durable)
 	return rc, nil
 }
 
-// markWhole reports whether the caller's unread, unarchived personal set
-// (n deliveries) is a drain's whole snapshot, which a read-through mark
-// marks exactly as row marking would: the caller has no archived unread
-// personal delivery (a mark would cover it, a drain leaves it), and
-// nothing unread after the watermark limit (-1 for none). All from counts
-// and one index probe.
-func markWhole(ctx context.Context, tx *ptx, me, limit int64) (n int, ok bool, err error) {
-	var archived int
+// markWhole reports whether the caller's unread, unarchived personal
+// deliveries at or below the watermark limit (-1 for none; n of them) are
+// a drain's whole personal snapshot in a form a read-through mark marks
+// exactly as row marking would: a mark through the newest of them covers
+// every unread personal delivery at or below it, so none of those may be
+// archived (a mark would read it, a drain leaves it), and the unread ones
+// above it (newer, the mail that came after the watermark) stay unread
+// and keep their counts (writeMark moves them back). All from counts and
+// index ranges above the watermark: the archived unread ones at or below
+// it are the caller's archived unread count less those above it. A drain
+// with more newer unread than it marks is left to row marking, whose cost
+// is the smaller side's.
+func markWhole(ctx context.Context, tx *ptx, me, limit int64) (n, newer int, ok bool, err error) {
+	var archived, archivedAbove int
 	var newest sql.NullInt64
+	// Unread above the watermark and the mark, one bound of the index
+	// range (with two, SQLite bounds it by one and filters by the other).
+	const above = `max(?2, ` + markedThroughOwner + `)`
 	err = tx.QueryRowContext(ctx, `SELECT coalesce(sum(n) FILTER (WHERE archived = 0), 0), coalesce(sum(n) FILTER (WHERE archived = 1), 0),
-			(SELECT max(d.message_seq) FROM delivery d WHERE d.recipient_id = ?1`+personalUnread(` AND d.read_at IS NULL`)+` AND d.archived_at IS NULL)
-		FROM mailbox_count WHERE recipient_id = ?1 AND unread = 1`, me).Scan(&n, &archived, &newest)
-	if err != nil || archived != 0 || n == 0 || !newest.Valid || (limit >= 0 && newest.Int64 > limit) {
-		return n, false, err
+			(SELECT max(d.message_seq) FROM delivery d WHERE d.recipient_id = ?1`+personalUnread(` AND d.read_at IS NULL`)+` AND d.archived_at IS NULL AND d.message_seq <= ?2),
+			(SELECT count(*) FROM delivery d WHERE d.recipient_id = ?1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq > `+above+`),
+			(SELECT count(*) FROM delivery d WHERE d.recipient_id = ?1 AND d.archived_at IS NOT NULL AND d.read_at IS NULL AND d.message_seq > `+above+`)
+		FROM mailbox_count WHERE recipient_id = ?1 AND unread = 1`, me, upTo(limit)).Scan(&n, &archived, &newest, &newer, &archivedAbove)
+	n -= newer
+	if err != nil || archived != archivedAbove || n <= 0 || newer > n || !newest.Valid {
+		return n, newer, false, err
 	}
-	return n, true, nil
+	return n, newer, true, nil
+}
+
+// upTo is the largest seq a drain through the watermark limit (-1 for
+// none) reaches, as a bound of an index range.
+func upTo(limit int64) int64 {
+	if limit < 0 {
+		return math.MaxInt64
+	}
+	return limit
 }
 
 // writeMark is the drain by a mark, inside the write transaction: when
 // markWhole holds here (the caller has no mark now: the drain folded it),
-// it writes the mark through the newest unread delivery, so mail
-// committed later (a larger seq) stays unread, and moves the caller's
-// unread counts to read as markAllCounted does.
-func writeMark(ctx context.Context, tx *ptx, me, limit int64) (readMark, int, bool, error) {
-	n, ok, err := markWhole(ctx, tx, me, limit)
+// it writes the mark through the newest unread delivery at or below the
+// watermark limit, so mail committed later (a larger seq) and mail after
+// the watermark stay unread, and moves the caller's unread counts to read
+// as markAllCounted does, less the newer deliveries', which it moves back.
+func writeMark(ctx context.Context, tx *ptx, me, limit int64) (readMark, int, int, bool, error) {
+	n, newer, ok, err := markWhole(ctx, tx, me, limit)
 	if err != nil || !ok {
-		return readMark{}, n, false, err
+		return readMark{}, n, 0, false, err
 	}
 	k := readMark{recipient: me, at: ts(tx.now())}
-	if err := tx.QueryRowContext(ctx, `SELECT max(message_seq) FROM delivery WHERE recipient_id = ?1 AND read_at IS NULL AND archived_at IS NULL`, me).Scan(&k.through); err != nil {
-		return readMark{}, 0, false, err
+	if err := tx.QueryRowContext(ctx, `SELECT max(message_seq) FROM delivery WHERE recipient_id = ?1 AND read_at IS NULL AND archived_at IS NULL AND message_seq <= ?2`, me, upTo(limit)).Scan(&k.through); err != nil {
+		return readMark{}, 0, 0, false, err
+	}
+	// The newer unread deliveries: above the mark, so unread before and
+	// after it; their counts go out before the move and back after.
+	const newerIDs = `IN (SELECT id FROM delivery WHERE recipient_id = ? AND message_seq > ? AND read_at IS NULL AND archived_at IS NULL)`
+	if newer > 0 {
+		if err := personalCounter().out(ctx, tx, newerIDs, me, k.through); err != nil {
+			return readMark{}, 0, 0, false, err
+		}
+	}
+	if err := moveUnreadToRead(ctx, tx, me); err != nil {
+		return readMark{}, 0, 0, false, err
+	}
+	if newer > 0 {
+		if err := personalCounter().in(ctx, tx, newerIDs, me, k.through); err != nil {
+			return readMark{}, 0, 0, false, err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO read_mark (recipient_id, through_seq, at) VALUES (?, ?, ?)`, me, k.through, k.at); err != nil {
-		return readMark{}, 0, false, err
+		return readMark{}, 0, 0, false, err
 	}
-	return k, n, true, moveUnreadToRead(ctx, tx, me)
+	return k, n, newer, true, nil
 }
 
 // markedCount is a drain's durable count by mark k, read back after

@@ -165,6 +165,7 @@ type Store struct {
 	stopFold  context.CancelFunc
 	foldChunk int          // defaultFoldChunk; tests lower it
 	marks     atomic.Int64 // drains by a mark (tests count them)
+	marksOver atomic.Int64 // of them, drains through a watermark with unread mail after it
 }
 
 var _ mailroom.Store = (*Store)(nil)

@@ -60,7 +60,7 @@ func countsMatchListings(t *testing.T, s mailroom.Store, seed uint64) {
 		who := people[rng.IntN(len(people))]
 		ctx := e.as(who)
 		var op string
-		switch k := rng.IntN(23); {
+		switch k := rng.IntN(24); {
 		case k < 7:
 			to := addrs()
 			op = fmt.Sprintf("send %v", to)
@@ -136,6 +136,38 @@ func countsMatchListings(t *testing.T, s mailroom.Store, seed uint64) {
 			for range 5 + rng.IntN(20) {
 				if r, err := e.trySend(who, mailroom.SendInput{To: []string{"@bob"}, Priority: "high"}); err == nil {
 					sent = append(sent, r)
+				}
+			}
+		case k < 23:
+			// Through a listing's watermark while mail arrives, as an agent
+			// drains what it listed: the whole inbox up to the watermark,
+			// archived mail there read first (a store may drain that by a
+			// mark through the watermark), and newer mail, archived at times.
+			op = "drain through a watermark with newer mail"
+			var archived []string
+			for _, r := range e.list(who, mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true, Limit: ptr(200)}).Messages {
+				archived = append(archived, r.MessageID)
+			}
+			if len(archived) > 0 {
+				s.MarkRead(ctx, archived)
+			}
+			wm := e.list(who, mailroom.ListInput{Limit: ptr(1)}).Watermark
+			self := "@" + who
+			if who == "dana" {
+				self = "human:dana"
+			}
+			for range 1 + rng.IntN(3) {
+				from := people[rng.IntN(len(people))]
+				if r, err := e.trySend(from, mailroom.SendInput{To: []string{[]string{self, "*"}[rng.IntN(2)]}}); err == nil {
+					sent = append(sent, r)
+					if rng.IntN(3) == 0 {
+						_, _ = s.Archive(ctx, r.MessageID)
+					}
+				}
+			}
+			if wm != nil {
+				if _, err := s.MarkAllRead(ctx, *wm, false); err != nil {
+					t.Fatalf("step %d: %s: %v", step, op, err)
 				}
 			}
 		default:

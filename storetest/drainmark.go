@@ -19,7 +19,9 @@ func RunDrainEdges(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("DrainThenPurge", func(t *testing.T) { testDrainThenPurge(t, open(t)) })
 	t.Run("DrainTwice", func(t *testing.T) { testDrainTwice(t, open(t)) })
 	t.Run("DrainThroughWatermark", func(t *testing.T) { testDrainThroughWatermark(t, open(t)) })
+	t.Run("DrainThroughWatermarkWithNewerMail", func(t *testing.T) { testDrainThroughWatermarkWithNewerMail(t, open(t)) })
 	t.Run("DrainLeavesArchivedUnread", func(t *testing.T) { testDrainLeavesArchivedUnread(t, open(t)) })
+	t.Run("DrainThroughWatermarkLeavesArchivedUnread", func(t *testing.T) { testDrainThroughWatermarkLeavesArchivedUnread(t, open(t)) })
 	t.Run("DrainThenReadPaths", func(t *testing.T) { testDrainThenReadPaths(t, open(t)) })
 }
 
@@ -253,6 +255,116 @@ func testDrainThroughWatermark(t *testing.T, s mailroom.Store) {
 	e.checkCounts(t, "bob", "after drains through watermarks")
 }
 
+// testDrainThroughWatermarkWithNewerMail is what an agent does after
+// listing a page: it drains through the page's watermark while mail keeps
+// arriving. What came after the watermark stays unread and counted unread
+// (direct and broadcast, archived or not), whatever is unread at or below
+// it is read, and every later write sees the line between them: a
+// single-id mark of each side, mark_unread below it, archive of each side,
+// a second drain through a later watermark, a purge below it, a drain of
+// everything.
+func testDrainThroughWatermarkWithNewerMail(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	old := e.sends(4)
+	oldB := e.send("carol", "*").MessageID
+	early := s.MarkRead(e.as("bob"), []string{old[1]})[0].ReadAt
+	wm := *e.list("bob", mailroom.ListInput{Limit: ptr(2)}).Watermark
+	if wm != oldB {
+		t.Fatalf("watermark %s, want the newest message %s", wm, oldB)
+	}
+	newer := e.sends(3)
+	newB := e.send("carol", "*").MessageID
+	newer = append(newer, newB)
+	// Newer mail archived unread, and newer mail read, are left as they are.
+	if _, err := s.Archive(e.as("bob"), newer[0]); err != nil {
+		t.Fatal(err)
+	}
+	readNewer := s.MarkRead(e.as("bob"), []string{newer[1]})[0].ReadAt
+	rc := e.drainAll("bob", wm, 4)
+	at := *e.readAt("bob", old[0])
+	if at.Before(rc.SnapshotAt.Add(-time.Second)) || !at.After(*early) {
+		t.Fatalf("drained readAt %v: snapshot %v, earlier read %v", at, rc.SnapshotAt, early)
+	}
+	e.sameReadAt("through the watermark", "bob", at, old[0], old[2], old[3], oldB)
+	e.sameReadAt("read before the drain", "bob", *early, old[1])
+	e.sameReadAt("newer, read before the drain", "bob", *readNewer, newer[1])
+	for _, id := range []string{newer[0], newer[2], newB} {
+		if r := e.readAt("bob", id); r != nil {
+			t.Fatalf("mail after the watermark %s shows read at %v", id, r)
+		}
+	}
+	wantIDs(t, "unread after the drain", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true, IncludeArchived: true})), newB, newer[2], newer[0])
+	if r := e.readAt("carol", oldB); r != nil {
+		t.Fatalf("carol's copy of the broadcast was drained: %v", r)
+	}
+	st, err := s.Status(e.as("bob"))
+	if err != nil || st.Unread.Total != 2 || st.Unread.Direct != 1 || st.Unread.Broadcast != 1 || st.Archived != 1 || st.OldestUnreadAt == nil {
+		t.Fatalf("status %+v archived %d oldest %v %v", st.Unread, st.Archived, st.OldestUnreadAt, err)
+	}
+	if is := e.state("bob"); is.UnreadCount != 2 {
+		t.Fatalf("inbox state %+v", is)
+	}
+	nm, err := s.NewMail(e.as("bob"), "", false, 10)
+	if err != nil || len(nm.Messages) != 2 {
+		t.Fatalf("new mail %+v %v", nm, err)
+	}
+	e.checkCounts(t, "bob", "after a drain through a watermark with newer mail")
+	e.checkCounts(t, "carol", "after bob's drain")
+
+	// Writes on both sides of the watermark.
+	if res := s.MarkRead(e.as("bob"), []string{old[2], newer[2]}); res[0].ReadAt == nil || !res[0].ReadAt.Equal(at) || res[1].ReadAt == nil || res[1].ReadAt.Equal(at) {
+		t.Fatalf("mark_read of a drained and a newer message: %+v", res)
+	}
+	if _, err := s.MarkUnread(e.as("bob"), old[3]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Archive(e.as("bob"), old[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Unarchive(e.as("bob"), newer[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.sameReadAt("drained, then archived", "bob", at, old[0])
+	e.sameReadAt("drained, kept", "bob", at, old[2], oldB)
+	wantIDs(t, "unread after writes on both sides", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true, IncludeArchived: true})), newB, newer[0], old[3])
+	e.checkCounts(t, "bob", "after writes on both sides of the watermark")
+
+	// A second drain through a later watermark, with newer mail again.
+	wm2 := *e.list("bob", mailroom.ListInput{}).Watermark
+	last := e.sends(2)
+	rc2 := e.drainAll("bob", wm2, 3)
+	second := *e.readAt("bob", newB)
+	if !second.After(at) || second.Before(rc2.SnapshotAt.Add(-time.Second)) {
+		t.Fatalf("second drain's readAt %v, first %v, snapshot %v", second, at, rc2.SnapshotAt)
+	}
+	e.sameReadAt("second drain", "bob", second, newB, newer[0], old[3])
+	e.sameReadAt("first drain kept", "bob", at, old[0], old[2], oldB)
+	wantIDs(t, "after the second watermark", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true, IncludeArchived: true})), last[1], last[0])
+	e.checkCounts(t, "bob", "after a second drain through a watermark")
+
+	// A purge of what was drained, then a drain of everything.
+	cut := e.readSentAt("bob", newer[0])
+	rep, err := s.Purge(e.ctx, mailroom.PurgeRequest{Before: cut})
+	if err != nil || rep.Messages != 4 || rep.Kept != 1 {
+		t.Fatalf("purge of the drained mail before the first watermark: %+v %v", rep, err)
+	}
+	wantIDs(t, "after the purge", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true, IncludeArchived: true})), last[1], last[0])
+	e.checkCounts(t, "bob", "after a purge below the watermarks")
+	e.drainAll("bob", "", 2)
+	e.sameReadAt("second drain kept", "bob", second, newB, newer[0])
+	e.checkCounts(t, "bob", "after draining everything")
+}
+
+// readSentAt is id's sentAt as who sees it.
+func (e *env) readSentAt(who, id string) time.Time {
+	e.t.Helper()
+	m, err := e.s.Get(e.as(who), id)
+	if err != nil {
+		e.t.Fatalf("get %s for %s: %v", id, who, err)
+	}
+	return m.SentAt
+}
+
 func testDrainLeavesArchivedUnread(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
 	m := e.sends(3)
@@ -269,6 +381,37 @@ func testDrainLeavesArchivedUnread(t *testing.T, s mailroom.Store) {
 	wantIDs(t, "unarchived", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), m[0])
 	e.drainAll("bob", "", 1)
 	e.checkCounts(t, "bob", "after draining around archived mail")
+}
+
+// testDrainThroughWatermarkLeavesArchivedUnread: unread mail archived at
+// or below the watermark stays unread when the drain stops there with
+// newer mail after it, and so does mail archived after the watermark.
+func testDrainThroughWatermarkLeavesArchivedUnread(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	m := e.sends(3)
+	wm := *e.list("bob", mailroom.ListInput{}).Watermark
+	late := e.sends(2)
+	for _, id := range []string{m[1], late[0]} {
+		if _, err := s.Archive(e.as("bob"), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.drainAll("bob", wm, 2)
+	for _, id := range []string{m[1], late[0], late[1]} {
+		if r := e.readAt("bob", id); r != nil {
+			t.Fatalf("%s shows read at %v: archived, or after the watermark", id, r)
+		}
+	}
+	wantIDs(t, "archived unread", ids(e.list("bob", mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true})), late[0], m[1])
+	for _, id := range []string{m[1], late[0]} {
+		if _, err := s.Unarchive(e.as("bob"), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantIDs(t, "unread after unarchive", ids(e.list("bob", mailroom.ListInput{UnreadOnly: true})), late[1], late[0], m[1])
+	e.checkCounts(t, "bob", "after a drain through a watermark around archived mail")
+	e.drainAll("bob", "", 3)
+	e.checkCounts(t, "bob", "after the drain of everything")
 }
 
 // testDrainThenReadPaths checks each other reader of read state after a
