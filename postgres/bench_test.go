@@ -139,13 +139,18 @@ func ptr[T any](v T) *T { return &v }
 
 // BenchmarkDrain is mark_read({all: true}) over 100,000 unread messages:
 // snapshot, one set-based mark, commit, read back. roles is the same over
-// a role queue of 100,000 that bob holds (includeRoles).
+// a role queue of 100,000 that bob holds (includeRoles); through the same
+// as the first through a listing's watermark with one message after it.
 func BenchmarkDrain(b *testing.B) {
 	const n = 100_000
-	for _, roles := range []bool{false, true} {
+	for _, c := range []struct{ roles, through bool }{{false, false}, {true, false}, {false, true}} {
+		roles := c.roles
 		name := fmt.Sprint(n)
 		if roles {
 			name = "roles-" + name
+		}
+		if c.through {
+			name = "through-" + name
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
@@ -166,9 +171,21 @@ func BenchmarkDrain(b *testing.B) {
 				} else {
 					e.seed(b, n)
 				}
+				through := ""
+				if c.through {
+					f, _ := mailroom.ListInput{}.Filter()
+					p, err := e.s.List(e.bob, f)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := e.s.Send(e.alice, benchDraft(b, "@bob")); err != nil {
+						b.Fatal(err)
+					}
+					through = *p.Watermark
+				}
 				cpu := pgtest.ServerCPU()
 				b.StartTimer()
-				rc, err := e.s.MarkAllRead(e.bob, "", roles)
+				rc, err := e.s.MarkAllRead(e.bob, through, roles)
 				if err != nil || rc.DurableCount != n || rc.Status != "read" {
 					b.Fatalf("%+v %v", rc, err)
 				}

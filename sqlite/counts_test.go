@@ -84,6 +84,68 @@ func TestDrainKeepsCountsWhenTheInboxMovesUnderIt(t *testing.T) {
 	}
 }
 
+// A drain with includeRoles whose role queue moves between its snapshot
+// and its write: another holder reads one snapshot message and archives
+// another. The one read keeps its readAt and its count; the archived one
+// is marked read (as the single-id path marks archived mail) and moves in
+// the archived counts.
+func TestRoleDrainKeepsCountsWhenTheQueueMovesUnderIt(t *testing.T) {
+	var (
+		s              *sqlite.Store
+		carol          context.Context
+		once           sync.Once
+		read, archived string
+		readAt         string
+	)
+	hooks := &sqlite.Hooks{AfterSnapshot: func() {
+		once.Do(func() {
+			res := s.MarkRead(carol, []string{read})
+			if res[0].Err != nil {
+				t.Error(res[0].Err)
+			}
+			readAt = res[0].ReadAt.String()
+			if _, err := s.Archive(carol, archived); err != nil {
+				t.Error(err)
+			}
+		})
+	}}
+	s = open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{Hooks: hooks})
+	ctx := context.Background()
+	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
+	carol = agent(t, s, "carol")
+	for _, who := range []string{"bob", "carol"} {
+		if err := s.GrantRole(ctx, who, "ops"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := mailroom.SendInput{To: []string{"role:ops"}, Subject: "s", Body: "b"}.Draft(0)
+	d.OriginSessionID = "SESSION:test"
+	var ids []string
+	for range 5 {
+		r, err := s.Send(alice, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.MessageID)
+	}
+	read, archived = ids[1], ids[3]
+	rc, err := s.MarkAllRead(bob, "", true)
+	if err != nil || rc.MatchedCount != 5 {
+		t.Fatalf("%+v %v", rc, err)
+	}
+	checkNoMismatch(t, s, "after a role drain that raced a read and an archive")
+	if m, err := s.Get(bob, read); err != nil || m.ReadAt == nil || m.ReadAt.String() != readAt || m.ReadBy == nil || *m.ReadBy != "@carol" {
+		t.Fatalf("read by carol during the drain: %+v %v", m.Row, err)
+	}
+	if m, err := s.Get(bob, archived); err != nil || m.ReadAt == nil || m.ArchivedAt == nil {
+		t.Fatalf("archived during the drain: %+v %v", m.Row, err)
+	}
+	st, err := s.Status(carol)
+	if err != nil || st.Unread.Total != 0 || st.Archived != 1 {
+		t.Fatalf("carol's status %+v %v", st, err)
+	}
+}
+
 // A database from before migration 0009 gets its counts from the
 // migration's backfill: here the counter table and its triggers are taken
 // away, mail changes meanwhile, and opening the store again recreates them.

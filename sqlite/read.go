@@ -300,7 +300,8 @@ func markFailure(s *Store, id string, err error) mailroom.MarkResult {
 // operations, not 100,000 statements.
 //
 // When the drain is of the caller's whole unread, unarchived personal set
-// up to its watermark, if any (and no role mail), and nothing unread at or
+// up to its watermark, if any (role mail, when asked for, is marked row by
+// row in the same write transaction, from a snapshot taken there), and nothing unread at or
 // below the watermark is archived, it writes a read-through mark instead
 // (mark.go): snapshot and mark are taken in one write transaction, from
 // counts, the newest unread delivery up to the watermark and the unread
@@ -316,6 +317,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	var nPersonal int
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	var rolesTouched []string
+	rolesJSON := "[]" // the roles held, for a drain by a mark's role snapshot
 	limit := int64(-1)
 	// byMark: the drain may be a mark (markWhole says when it is). Not
 	// with the test hooks that put a failure into each item's write or
@@ -351,22 +353,25 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				me.ID, rj, limit).Scan(&rc.WithheldRoleCount); err != nil {
 				return err
 			}
-		} else if includeRoles {
-			byMark = byMark && len(roles) == 0
+		}
+		if byMark {
+			// The role snapshot of a drain by a mark is taken in its
+			// write transaction, with the mark: one snapshot.
+			n, _, ok, err := markWhole(ctx, tx, me.ID, limit)
+			if err != nil || ok {
+				nPersonal = n
+				rc.MatchedCount += n
+				rolesJSON = rj
+				return err
+			}
+			byMark = false
+		}
+		if includeRoles {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[1]+`)`, me.ID, rj, limit).Scan(&n, &role); err != nil {
 				return err
 			}
 			rc.MatchedCount += n
-		}
-		if byMark {
-			n, _, ok, err := markWhole(ctx, tx, me.ID, limit)
-			if err != nil || ok {
-				nPersonal = n
-				rc.MatchedCount += n
-				return err
-			}
-			byMark = false
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+branches[0]+`)`, me.ID, rj, limit).Scan(&nPersonal, &personal); err != nil {
 			return err
@@ -397,21 +402,33 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		}
 		markedPersonal, markedRole = personal, role
 		n := nPersonal
+		byMarkDone := false
 		if byMark {
-			var ok bool
-			if mark, n, newer, ok, err = writeMark(ctx, tx, me.ID, limit); err != nil {
+			var err error
+			if mark, n, newer, byMarkDone, err = writeMark(ctx, tx, me.ID, limit); err != nil {
 				return err
-			} else if ok {
-				rc.MatchedCount, rc.SnapshotAt = n, parseTS(mark.at)
-				return nil
 			}
-			// The inbox moved since the read: the snapshot is taken
-			// here, and marked row by row.
 			unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
-			if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[0]+`)`, me.ID, "[]", limit).Scan(&n, &markedPersonal); err != nil {
-				return err
+			if byMarkDone {
+				rc.SnapshotAt = parseTS(mark.at)
+			} else {
+				// The inbox moved since the read: the snapshot is taken
+				// here, and marked row by row.
+				if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[0]+`)`, me.ID, "[]", limit).Scan(&n, &markedPersonal); err != nil {
+					return err
+				}
+				rc.SnapshotAt = tx.now()
 			}
-			rc.MatchedCount, rc.SnapshotAt = n, tx.now()
+			rc.MatchedCount = n
+			if len(rolesTouched) > 0 {
+				// The role queues' share, marked row by row, from the
+				// same snapshot.
+				var nr int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[1]+`)`, me.ID, rolesJSON, limit).Scan(&nr, &markedRole); err != nil {
+					return err
+				}
+				rc.MatchedCount += nr
+			}
 		}
 		if s.hooks.FailMark != nil {
 			var err error
@@ -424,18 +441,16 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 		}
 		at := ts(tx.now())
+		if byMarkDone {
+			at = mark.at // one drain, one readAt
+		}
 		if markedRole != "[]" {
-			// Who read a role delivery is shown.
-			const in = `IN (SELECT value FROM json_each(?))`
-			if err := roleCounter().out(ctx, tx, in, markedRole); err != nil {
+			if err := markRoles(ctx, tx, me.ID, at, markedRole); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`, at, me.ID, markedRole); err != nil {
-				return err
-			}
-			if err := roleCounter().in(ctx, tx, in, markedRole); err != nil {
-				return err
-			}
+		}
+		if byMarkDone {
+			return nil
 		}
 		if ok, err := markAllCounted(ctx, tx, me.ID, at, markedPersonal, n); ok || err != nil {
 			return err
@@ -640,6 +655,27 @@ func moveUnreadToRead(ctx context.Context, tx *ptx, me int64) error {
 		}
 	}
 	return nil
+}
+
+// markRoles marks the role deliveries listed in ids (JSON) read at at by
+// me (who read a role delivery is shown), those still unread (another
+// holder may have read one since the snapshot), as the single-id path
+// would. Each of them moves from its queue's unread count to the read one
+// under the same other keys, so the counts move by key in one pass over
+// them, before the marking (countOut and countIn would take a pass each).
+func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) error {
+	if _, err := tx.ExecContext(ctx, `WITH k (role, archived, priority, human, n, seqs) AS (
+			SELECT d.role, d.archived_at IS NOT NULL, m.priority, s.kind = 'human', count(*), sum(d.message_seq)
+			FROM json_each(?1) j CROSS JOIN delivery d ON d.id = j.value JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
+			WHERE d.role IS NOT NULL AND d.read_at IS NULL GROUP BY 1, 2, 3, 4)
+		INSERT INTO role_count (role, archived, unread, priority, human, n, seqs)
+			SELECT k.role, k.archived, u.unread, k.priority, k.human, CASE WHEN u.unread THEN -k.n ELSE k.n END, CASE WHEN u.unread THEN -k.seqs ELSE k.seqs END
+			FROM k CROSS JOIN (SELECT 1 AS unread UNION ALL SELECT 0) u WHERE 1
+		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL`, at, me, ids)
+	return err
 }
 
 // markPersonal marks the personal deliveries listed in ?3 (JSON ids) read
