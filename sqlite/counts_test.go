@@ -32,6 +32,7 @@ func checkNoMismatch(t *testing.T, s *sqlite.Store, when string) {
 // and a new one arrives between snapshot and write, so the snapshot has as
 // many ids as the inbox has unread mail, but not the same ones.
 func TestDrainKeepsCountsWhenTheInboxMovesUnderIt(t *testing.T) {
+	t.Parallel()
 	var (
 		s           *sqlite.Store
 		alice, bob  context.Context
@@ -150,6 +151,7 @@ func TestRoleDrainKeepsCountsWhenTheQueueMovesUnderIt(t *testing.T) {
 // migration's backfill: here the counter table and its triggers are taken
 // away, mail changes meanwhile, and opening the store again recreates them.
 func TestCountsMigrationBackfillsExistingMail(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := open(t, path, sqlite.Options{})
 	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
@@ -183,6 +185,7 @@ func TestCountsMigrationBackfillsExistingMail(t *testing.T) {
 // candidates from the migration's backfill: the same rows the triggers
 // would have kept, and counts that match a recount and a walk.
 func TestRoleCountsMigrationBackfillsExistingMail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := open(t, path, sqlite.Options{})
@@ -289,6 +292,7 @@ func downgrade(version int) []string {
 // InboxState's fingerprint comes from counts: it matches the unread set
 // after each step of a random mix, and the counts match a recount.
 func TestInboxStateMatchesTheUnreadSet(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true})
 	storetest.InboxStateMatchesTheUnreadSet(t, s, func(c context.Context) (int, int64, error) { return sqlite.ExactUnread(c, s) })
 	checkNoMismatch(t, s, "after the mix")

@@ -17,6 +17,7 @@ func parseTSReference(s string) time.Time {
 }
 
 func TestParseTSMatchesTimeParse(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		"2026-12-01T19:29:45.299288Z", "2024-02-29T00:00:00.000000Z", "2023-02-29T00:00:00.000000Z",
 		"2026-04-31T10:00:00.000000Z", "2026-12-31T23:59:59.999999Z", "0001-01-01T00:00:00.000000Z",
@@ -41,6 +42,7 @@ func TestParseTSMatchesTimeParse(t *testing.T) {
 }
 
 func TestAddressesMatchJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		`[]`, `["@agent-0"]`, `["@a","role:reviewer","*","human:x.y_z"]`, `["a\"b"]`, `["a\\","b"]`,
 		`["",""]`, `[""]`, `["a","b"`, `[1]`, `["a", "b"]`, `null`, `["a""b"]`, `["\u0041"]`,

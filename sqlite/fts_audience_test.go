@@ -19,6 +19,7 @@ import (
 // exact total. (Before migration 0013 the 60 matches of carol's below
 // stopped bob's search empty-handed, with a cursor to go on.)
 func TestSearchSkipsOthersMail(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true})
 	sqlite.NarrowAllSearches(s) // bob is sent fewer than half of the messages anyway
 	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
@@ -62,6 +63,7 @@ func TestSearchSkipsOthersMail(t *testing.T) {
 // for the caller's audience tokens (in its small store most readers are
 // sent so much of the mail that searches would not).
 func TestSearchFindsWhatListingsShowNarrowed(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true})
 	sqlite.NarrowAllSearches(s)
 	storetest.SearchFindsWhatListingsShow(t, s)
@@ -71,6 +73,7 @@ func TestSearchFindsWhatListingsShowNarrowed(t *testing.T) {
 // from the migration's backfill, the same tokens the send path writes, and
 // an index that passes FTS5's integrity check and finds what it found.
 func TestSearchAudienceMigrationBackfillsExistingMail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := open(t, path, sqlite.Options{})

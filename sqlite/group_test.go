@@ -53,6 +53,7 @@ func (s *Store) changeRows(t *testing.T) int {
 // row), a send with a bad recipient fails alone, a caller that left before
 // its turn is not stored, and every receipt names a stored message.
 func TestQueuedSendsCommitTogether(t *testing.T) {
+	t.Parallel()
 	s, alice, d := groupEnv(t)
 	rowsBefore := s.changeRows(t)
 	bad := d
@@ -126,6 +127,7 @@ func TestQueuedSendsCommitTogether(t *testing.T) {
 // that fails in a way its savepoint cannot undo) and checks that every
 // other write is still committed, one at a time.
 func TestGroupFailureRetriesAlone(t *testing.T) {
+	t.Parallel()
 	s, alice, d := groupEnv(t)
 	s.lock()
 	var wg sync.WaitGroup

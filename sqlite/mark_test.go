@@ -105,6 +105,7 @@ func view(t *testing.T, s *sqlite.Store, bob context.Context) string {
 // each step what bob sees is what it was before the step, and counts
 // match a recount.
 func TestFoldInterleavedWithEveryOperation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := heldFold(t, storetest.NewClock().Now)
 	sqlite.SetFoldChunk(s, 4)
@@ -323,6 +324,7 @@ func storeAgreesWithRows(t *testing.T, s *sqlite.Store, bob context.Context) {
 // Migration 0012 on a store that had mail: the mark table and the
 // triggers that consult it are made, and a drain by a mark keeps counts.
 func TestReadMarkMigration(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := open(t, path, sqlite.Options{NoSync: true})
 	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
@@ -376,6 +378,7 @@ func drainsAfterMigration(t *testing.T, s *sqlite.Store, alice, bob context.Cont
 // read runs), so the write finds archived unread mail a mark would cover,
 // and marks the rest row by row; the archived message stays unread.
 func TestDrainByMarkRechecksInItsWrite(t *testing.T) {
+	t.Parallel()
 	var (
 		s        *sqlite.Store
 		bob      context.Context

@@ -14,6 +14,7 @@ import (
 // A purge of the newest mail frees its seqs for new messages: a hook
 // session told of a purged message must still be told of the new one.
 func TestReviewHookAnnouncesMailAfterAPurge(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{NoSync: true})
 	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
 	old, err := s.Send(alice, benchstore.Draft())

@@ -40,6 +40,7 @@ func marksGone(t *testing.T, s *sqlite.Store, within time.Duration) bool {
 // on the same file: otherwise it stays until some later Open, and the
 // recipient's next drain or mark_unread pays the whole fold in its request.
 func TestReviewMarkLeftByAClosedStoreIsFoldedByAnOpenOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	server := open(t, path, sqlite.Options{NoSync: true})
@@ -72,6 +73,7 @@ func TestReviewMarkLeftByAClosedStoreIsFoldedByAnOpenOne(t *testing.T) {
 // A store closed in the middle of a fold (a crash between chunks) leaves a
 // partly folded mark: reopened, it shows the same, and folds the rest.
 func TestReviewCloseMidFoldThenReopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	clock := time.Now
@@ -150,6 +152,7 @@ func TestReviewCloseMidFoldThenReopen(t *testing.T) {
 // counts add up to what is read), every receipt is durable, and both
 // stores show the same, with counts that match a recount.
 func TestReviewTwoStoresDrainFoldAndSendTogether(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	a := open(t, path, sqlite.Options{NoSync: true})
@@ -234,6 +237,7 @@ func TestReviewTwoStoresDrainFoldAndSendTogether(t *testing.T) {
 // Full-text search with unreadOnly consults the mark too (the bounded
 // search's own statement, and relatedTo's).
 func TestReviewSearchUnreadUnderAMark(t *testing.T) {
+	t.Parallel()
 	s := heldFold(t, nil)
 	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
 	d := benchstore.Draft()
@@ -274,6 +278,7 @@ func TestReviewSearchUnreadUnderAMark(t *testing.T) {
 // after it): the triggers are replaced by ones that consult the mark, and
 // a drain by a mark, a delete of a covered delivery and a send keep counts.
 func TestReviewMigration0012OnAnOlderStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	s := open(t, path, sqlite.Options{NoSync: true})
