@@ -162,3 +162,42 @@ func rowDiff(a, b mailroom.Row) string {
 	}
 	return ""
 }
+
+// testRoleCountsOfReadersWithoutCandidates: counts of role mail for
+// readers with nothing of their own in their queues (no copies, sends or
+// deletions, no mail to two of their roles: the counts' cheapest path),
+// each then given one of those, which must count as the listing shows.
+func testRoleCountsOfReadersWithoutCandidates(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	e.agent("erin")
+	for _, g := range [][2]string{{"bob", "r1"}, {"bob", "r2"}, {"carol", "d1"}, {"erin", "h1"}} {
+		if err := s.GrantRole(e.ctx, g[0], g[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(who string, total int, want ...string) {
+		t.Helper()
+		for _, in := range []mailroom.ListInput{{}, {UnreadOnly: true}, {Via: "role"}} {
+			p := e.list(who, in)
+			wantIDs(t, fmt.Sprintf("%s's listing %+v", who, in), ids(p), want...)
+			if p.TotalCount != total {
+				t.Fatalf("%s's listing %+v: totalCount %d, want %d", who, in, p.TotalCount, total)
+			}
+		}
+	}
+	// Mail to two roles bob holds shows and counts once.
+	both := e.send("alice", "role:r1", "role:r2")
+	want("bob", 1, both.MessageID)
+	// Role mail carol deleted counts no more.
+	d := e.send("alice", "role:d1")
+	want("carol", 1, d.MessageID)
+	if _, err := s.Delete(e.as("carol"), d.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	want("carol", 0)
+	// erin's own role mail is not in her inbox, nor in its count.
+	e.send("erin", "role:h1")
+	want("erin", 0)
+	h := e.send("alice", "role:h1")
+	want("erin", 1, h.MessageID)
+}

@@ -40,6 +40,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("ConceptFilters", func(t *testing.T) { testConceptFilters(t, open(t)) })
 	t.Run("Pagination", func(t *testing.T) { testPagination(t, open(t)) })
 	t.Run("ListingRowsAreTheMessages", func(t *testing.T) { ListingRowsAreTheMessages(t, open(t)) })
+	t.Run("RoleCountsOfReadersWithoutCandidates", func(t *testing.T) { testRoleCountsOfReadersWithoutCandidates(t, open(t)) })
 	t.Run("CursorPaging", func(t *testing.T) { testCursorPaging(t, open(t)) })
 	RunSearch(t, open)
 	t.Run("MarkRead", func(t *testing.T) { testMarkRead(t, open(t)) })
