@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -159,20 +158,11 @@ func TestCountsMigrationBackfillsExistingMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(downgrade(9),
+	execRaw(t, path, append(downgrade(9),
 		// Mail that changed before the upgrade: 10 read, 5 archived.
 		`UPDATE delivery SET read_at = delivered_at WHERE id <= 10`,
 		`UPDATE delivery SET archived_at = delivered_at WHERE id > 25`,
-	) {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	)...)
 	s = open(t, path, sqlite.Options{})
 	checkNoMismatch(t, s, "after the backfill")
 	st, err := s.Status(bob)
@@ -219,20 +209,11 @@ func TestRoleCountsMigrationBackfillsExistingMail(t *testing.T) {
 		t.Fatalf("candidates before: %v %v", want, err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(downgrade(10),
+	execRaw(t, path, append(downgrade(10),
 		// Role mail read and archived before the upgrade.
 		`UPDATE delivery SET read_at = delivered_at, read_by = recipient_id WHERE id IN (SELECT id FROM delivery WHERE role = 'ops' ORDER BY id LIMIT 2)`,
 		`UPDATE delivery SET archived_at = delivered_at WHERE id IN (SELECT id FROM delivery WHERE role = 'ops' ORDER BY id DESC LIMIT 1)`,
-	) {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	)...)
 	s = open(t, path, sqlite.Options{})
 	checkNoMismatch(t, s, "after the backfill")
 	got, err := sqlite.RoleCandidates(ctx, s)

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,21 +120,12 @@ func TestSearchAudienceMigrationBackfillsExistingMail(t *testing.T) {
 	}
 	found := [][]string{search(alice), search(bob), search(carol)}
 	s.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	execRaw(t, path,
 		`DROP TABLE message_fts`, `DROP VIEW message_text`, `DROP TABLE message_audience`,
 		`CREATE VIRTUAL TABLE message_fts USING fts5 (subject, body, content = 'message', content_rowid = 'seq', tokenize = 'porter unicode61 remove_diacritics 2')`,
 		`INSERT INTO message_fts (message_fts) VALUES ('rebuild')`,
 		`DELETE FROM schema_migration WHERE version = 13`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	)
 	s = open(t, path, sqlite.Options{})
 	got, err := sqlite.Audiences(ctx, s)
 	if err != nil || !slices.Equal(got, want) {

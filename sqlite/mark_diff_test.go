@@ -126,6 +126,23 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 			w.sent = append(w.sent, r.MessageID)
 		}
 	}
+	// The lifecycle calls on one message, each compared by its error code.
+	singleIDOps := [...]struct {
+		name string
+		do   func(s *sqlite.Store, ctx context.Context, id string) error
+	}{
+		{"mark_unread", func(s *sqlite.Store, ctx context.Context, id string) error {
+			_, err := s.MarkUnread(ctx, id)
+			return err
+		}},
+		{"archive", func(s *sqlite.Store, ctx context.Context, id string) error { _, err := s.Archive(ctx, id); return err }},
+		{"unarchive", func(s *sqlite.Store, ctx context.Context, id string) error {
+			_, err := s.Unarchive(ctx, id)
+			return err
+		}},
+		{"delete", func(s *sqlite.Store, ctx context.Context, id string) error { _, err := s.Delete(ctx, id); return err }},
+		{"retract", func(s *sqlite.Store, ctx context.Context, id string) error { _, err := s.Retract(ctx, id); return err }},
+	}
 	for step := 0; step < steps; step++ {
 		who := people[rng.IntN(len(people))]
 		var op string
@@ -155,40 +172,12 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 					out[i] += r.Status + " "
 				}
 			}
-		case k < 10:
-			n := pickN()
-			op = fmt.Sprintf("%s mark_unread %d", who, n)
-			for i, w := range both {
-				_, err := w.s.MarkUnread(w.as(who), idOf(w, n))
-				out[i] = fmt.Sprint(mailroom.ErrorCode(err))
-			}
-		case k < 11:
-			n := pickN()
-			op = fmt.Sprintf("%s archive %d", who, n)
-			for i, w := range both {
-				_, err := w.s.Archive(w.as(who), idOf(w, n))
-				out[i] = fmt.Sprint(mailroom.ErrorCode(err))
-			}
-		case k < 12:
-			n := pickN()
-			op = fmt.Sprintf("%s unarchive %d", who, n)
-			for i, w := range both {
-				_, err := w.s.Unarchive(w.as(who), idOf(w, n))
-				out[i] = fmt.Sprint(mailroom.ErrorCode(err))
-			}
-		case k < 13:
-			n := pickN()
-			op = fmt.Sprintf("%s delete %d", who, n)
-			for i, w := range both {
-				_, err := w.s.Delete(w.as(who), idOf(w, n))
-				out[i] = fmt.Sprint(mailroom.ErrorCode(err))
-			}
 		case k < 14:
 			n := pickN()
-			op = fmt.Sprintf("%s retract %d", who, n)
+			one := singleIDOps[k-9]
+			op = fmt.Sprintf("%s %s %d", who, one.name, n)
 			for i, w := range both {
-				_, err := w.s.Retract(w.as(who), idOf(w, n))
-				out[i] = fmt.Sprint(mailroom.ErrorCode(err))
+				out[i] = fmt.Sprint(mailroom.ErrorCode(one.do(w.s, w.as(who), idOf(w, n))))
 			}
 		case k < 15:
 			if len(marked.sent) < 6 {

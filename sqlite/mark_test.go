@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -332,16 +331,7 @@ func TestReadMarkMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TABLE read_mark`, `DELETE FROM schema_migration WHERE version = 12`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	execRaw(t, path, `DROP TABLE read_mark`, `DELETE FROM schema_migration WHERE version = 12`)
 	s = open(t, path, sqlite.Options{NoSync: true, Hooks: &sqlite.Hooks{HoldFold: true}})
 	alice, bob = agent(t, s, "alice"), agent(t, s, "bob")
 	drainsAfterMigration(t, s, alice, bob)

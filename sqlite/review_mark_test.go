@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -287,12 +286,8 @@ func TestReviewMigration0012OnAnOlderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 0011's personal count triggers, as a store made before 0012 has them.
-	for _, q := range []string{
+	execRaw(t, path,
 		`DROP TRIGGER delivery_count_insert`,
 		`DROP TRIGGER delivery_count_delete`,
 		`CREATE TRIGGER delivery_count_insert AFTER INSERT ON delivery WHEN NEW.recipient_id IS NOT NULL
@@ -310,12 +305,7 @@ func TestReviewMigration0012OnAnOlderStore(t *testing.T) {
 		END`,
 		`DROP TABLE read_mark`,
 		`DELETE FROM schema_migration WHERE version = 12`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	)
 	s = open(t, path, sqlite.Options{NoSync: true, Hooks: &sqlite.Hooks{HoldFold: true}})
 	drainsAfterMigration(t, s, alice, bob)
 	if m, _ := sqlite.ReadMarks(ctx, s); len(m) != 1 {

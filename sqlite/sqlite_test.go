@@ -24,6 +24,22 @@ func open(t testing.TB, path string, opts sqlite.Options) *sqlite.Store {
 	return s
 }
 
+// execRaw runs statements on the file at path outside any Store, as an
+// older version or a damaged file would have left it.
+func execRaw(t testing.TB, path string, qs ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, now func() time.Time) mailroom.Store {
@@ -70,21 +86,12 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`INSERT INTO schema_migration (version, applied_at) VALUES (9999, '2027-01-01T00:00:00Z')`); err != nil {
-		t.Fatal(err)
-	}
-	_, err = sqlite.Open(context.Background(), path, sqlite.Options{NoSync: true})
+	execRaw(t, path, `INSERT INTO schema_migration (version, applied_at) VALUES (9999, '2027-01-01T00:00:00Z')`)
+	_, err := sqlite.Open(context.Background(), path, sqlite.Options{NoSync: true})
 	if mailroom.ErrorCode(err) != mailroom.ECONFLICT || !strings.Contains(err.Error(), "schema version 9999 is newer than this mailroom knows") {
 		t.Fatalf("open of a newer store: %v, want a conflict naming its version", err)
 	}
-	if _, err := db.Exec(`DELETE FROM schema_migration WHERE version = 9999`); err != nil {
-		t.Fatal(err)
-	}
+	execRaw(t, path, `DELETE FROM schema_migration WHERE version = 9999`)
 	s = open(t, path, sqlite.Options{NoSync: true})
 	ids, err := s.Identities(context.Background())
 	if err != nil || len(ids) != 1 || ids[0].Name != "alice" {
