@@ -90,6 +90,7 @@ func TestDrainKeepsCountsWhenTheInboxMovesUnderIt(t *testing.T) {
 // is marked read (as the single-id path marks archived mail) and moves in
 // the archived counts.
 func TestRoleDrainKeepsCountsWhenTheQueueMovesUnderIt(t *testing.T) {
+	t.Parallel()
 	var (
 		s              *sqlite.Store
 		carol          context.Context

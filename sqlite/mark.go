@@ -191,7 +191,11 @@ const foldPoll = 2 * time.Second
 // again, until stopped (Close).
 func (s *Store) fold(ctx context.Context) {
 	defer close(s.foldDone)
-	poll := time.NewTicker(foldPoll)
+	every := foldPoll
+	if s.hooks.FoldPoll > 0 {
+		every = s.hooks.FoldPoll
+	}
+	poll := time.NewTicker(every)
 	defer poll.Stop()
 	for {
 		select {

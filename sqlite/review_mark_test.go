@@ -42,7 +42,8 @@ func TestReviewMarkLeftByAClosedStoreIsFoldedByAnOpenOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	server := open(t, path, sqlite.Options{NoSync: true})
+	// The server looks for marks others left every 20 ms, not every 2 s.
+	server := open(t, path, sqlite.Options{NoSync: true, Hooks: &sqlite.Hooks{FoldPoll: 20 * time.Millisecond}})
 	cli, err := sqlite.Open(ctx, path, sqlite.Options{NoSync: true, Hooks: &sqlite.Hooks{HoldFold: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,9 @@ type Hooks struct {
 	// HoldFold keeps the store's folder of read marks from running, so a
 	// test folds them chunk by chunk itself (FoldStep in export_test.go).
 	HoldFold bool
+	// FoldPoll, when set, replaces foldPoll: how often the folder looks
+	// for marks other processes left.
+	FoldPoll time.Duration
 }
 
 // Store is a mailroom.Store on SQLite.
