@@ -8,6 +8,7 @@ import (
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/mcp"
+	"github.com/mailroom/mailroom/postgres/pgtest"
 	"github.com/mailroom/mailroom/sqlite"
 )
 
@@ -756,6 +757,13 @@ func TestFullTextSearchAcceptsAnyText(t *testing.T) {
 // there would pass over rows below the scan without a word.
 func TestFullTextSearchPastItsScan(t *testing.T) {
 	t.Parallel()
+	if raceDetector && !pgtest.UsePostgres() {
+		// The scan's size is the point, and a walk of 10,000 matches in
+		// SQLite's instrumented C took a minute (3 s without -race);
+		// scripts/test.sh runs it without -race, and under -race on
+		// PostgreSQL.
+		t.Skip("SearchScan matches on SQLite under -race: scripts/test.sh runs this without it")
+	}
 	e := newEnv(t)
 	// No budgets: under the race detector on a loaded machine a walk of
 	// SearchScan matches passes them (CPU 100 ms, and even the 10 s wall),

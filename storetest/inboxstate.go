@@ -42,7 +42,11 @@ func InboxStateMatchesTheUnreadSet(t *testing.T, s mailroom.Store, exact func(co
 		return ids[rng.IntN(len(ids))]
 	}
 	kinds := map[string]int{}
-	for step := range 300 {
+	steps := 300
+	if smaller(s) {
+		steps = 100
+	}
+	for step := range steps {
 		c := who[names[rng.IntN(len(names))]]
 		switch k := rng.IntN(10); {
 		case k < 5:

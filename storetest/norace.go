@@ -1,0 +1,6 @@
+//go:build !race
+
+package storetest
+
+// raceDetector: see race.go.
+const raceDetector = false
