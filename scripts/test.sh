@@ -35,11 +35,13 @@ stage "go vet" go vet ./...
 # machine while others worked on it (load 9-12): past go test's default
 # 10-minute timeout per package. A hang still fails, later.
 timeout=30m
-# The two longest packages first: go test runs packages in the order
-# given, two at a time here, and the sqlite package (200-400 s under -race)
-# started last of ./... was the stage's tail.
+# The longest packages first: go test runs packages in the order given,
+# two at a time here, and the sqlite package (200-400 s under -race)
+# started last of ./... was the stage's tail; the postgres package's store
+# suite (90 s without -race at load 7-10, mostly waiting on the server)
+# must not become it either.
 stage "go test -race ./... (SQLite; the postgres package's store suite on PostgreSQL)" \
-  go test -race -count=1 -timeout $timeout ./sqlite ./mcp ./...
+  go test -race -count=1 -timeout $timeout ./sqlite ./mcp ./postgres ./...
 # Without -race, what runs smaller or not at all under it (on SQLite, whose
 # translated C the race detector checks access by access, about ten times
 # slower): TestPlansDoNotDependOnStoreSize and TestFullTextSearchPastItsScan
