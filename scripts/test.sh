@@ -48,7 +48,9 @@ stage "go test -race ./... (SQLite; the postgres package's store suite on Postgr
 # (skipped there: minutes, against seconds here), 1,000 cancelled
 # wait_for_mail calls (250 there), the differential drain test's three seeds
 # of 90 steps (one of 30 there) and the store suite's random mixes (a third
-# of their steps there; on PostgreSQL they run whole under -race).
+# of their steps there; on PostgreSQL they run whole under -race). The
+# pattern's second level picks the suite's mix and the seeds' subtests; a
+# subtest added to one of the others would need a name it matches.
 stage "go test ./sqlite ./mcp without -race: the tests -race runs smaller or skips, at full size" \
   go test -count=1 ./sqlite ./mcp -run '^(TestPlansDoNotDependOnStoreSize|TestWaitForMailCancelledCallsLeaveNoWaiter|TestFullTextSearchPastItsScan|TestMarkDrainsAsRowsDo|TestInboxStateMatchesTheUnreadSet|TestCountsMatchListingsWithTheMarkHeld|TestStore|TestMemoryStore)$/^(CountsMatchListings|[0-9]+)$'
 stage "web inbox in Chromium (Playwright)" scripts/web-test.sh
