@@ -49,4 +49,11 @@ func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
 // WalkSearches makes every search of s walk span seqs of the message key
 // first (then the index below them), whatever the statistics say: the
 // results must not change.
-func WalkSearches(s *Store, span int64) { s.walkSpan = span }
+func WalkSearches(s *Store, span int64) { s.force = searchForce{walk: span} }
+
+// RangeSearches makes every search ask the index for ranges of span seqs
+// (the buckets that hold them), stages of them, then the whole index
+// below them: the results must not change.
+func RangeSearches(s *Store, span int64, stages int) {
+	s.force = searchForce{span: span, stages: stages}
+}

@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -344,4 +346,95 @@ func TestSearchOfCommonWordsDoesNotReadTheStore(t *testing.T) {
 		t.Errorf("plan rows of the search: %d with 2,000 messages, %d with 8,000", small, large)
 	}
 	t.Logf("plan rows of the search, 2,000 / 8,000 messages: %d / %d", small, large)
+}
+
+// A search that asks the index for ranges of buckets (16,384 seqs each,
+// migration 0011) gives what the whole index gives in a store whose
+// messages span two buckets: every page of a cursor walk, its totalCount
+// and totalCountExact, for ranges that start and end inside buckets and
+// for one range of them all. bob is sent about half of the mail, carol
+// the rest.
+func TestSearchRangesAcrossBucketsKeepTheResults(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s := open(t, url, postgres.Options{})
+	ids := map[string]mailroom.Identity{}
+	for _, n := range []string{"alice", "bob", "carol"} {
+		id, err := s.EnsureAgent(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = id
+	}
+	words := strings.Fields("harbor lantern comet meadow")
+	rng := rand.New(rand.NewPCG(3, 9))
+	for sent := 0; sent < 17_000; sent += 50 {
+		var body []string
+		for _, w := range words {
+			if rng.IntN(3) > 0 {
+				body = append(body, w)
+			}
+		}
+		d := draft(t, []string{"@bob", "@carol"}[rng.IntN(2)])
+		d.Body = strings.Join(append(body, "x"), " ")
+		if err := s.SendMany(mailroom.WithCaller(ctx, ids["alice"]), d, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Analyze(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// walk lists every page of a search, following nextCursor.
+	walk := func(s *postgres.Store, who, query string) []string {
+		var pages []string
+		in := mailroom.ListInput{Query: query, Limit: ptr(200)}
+		for {
+			f, err := in.Filter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.SearchBounds = mailroom.SearchBounds{Scan: 3_000, Count: 200}
+			p, err := s.List(mailroom.WithCaller(ctx, ids[who]), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := fmt.Sprintf("total %d exact %v:", p.TotalCount, p.TotalCountExact)
+			for _, m := range p.Messages {
+				page += " " + m.MessageID
+			}
+			pages = append(pages, page)
+			if p.NextCursor == nil {
+				return pages
+			}
+			in.Cursor = p.NextCursor
+		}
+	}
+	index := open(t, url, postgres.Options{})
+	postgres.RangeSearches(index, 1, 0) // no range: the whole index
+	for _, c := range []struct {
+		name   string
+		span   int64
+		stages int
+	}{
+		{"ranges of 3,001 down to the first message", 3_001, 1 << 30},
+		{"one range of 5,000, then the index", 5_000, 1},
+		{"one range of them all", 1 << 40, 1},
+	} {
+		r := open(t, url, postgres.Options{})
+		postgres.RangeSearches(r, c.span, c.stages)
+		for _, who := range []string{"bob", "carol"} {
+			// ½ is a word to mailroom but holds no lexeme for PostgreSQL's
+			// parser: an empty tsquery, which matches nothing (ANDed with
+			// the buckets alone, it would match all of them).
+			for _, q := range []string{"harbor lantern comet meadow", "harbor", "½"} {
+				want, got := walk(index, who, q), walk(r, who, q)
+				if len(want) < 3 && q != "½" {
+					t.Fatalf("%s %q: %d pages, want a walk of several", who, q, len(want))
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s, %s %q: pages differ from the index's\n got %q\nwant %q", c.name, who, q, got, want)
+				}
+			}
+		}
+	}
 }

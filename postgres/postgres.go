@@ -78,10 +78,10 @@ type Store struct {
 	hooks  Hooks
 	terms  func(subject, body string) []string
 	clock  func() time.Time
-	// walkSpan, set by tests, makes every search walk that many seqs
-	// first (searchPlan).
-	walkSpan int64
-	words    wordStats // recent queries' word statistics
+	// force, set by tests, makes every search take its stages
+	// (searchPlan).
+	force searchForce
+	words wordStats // recent queries' word statistics
 
 	changes   *mailroom.ChangeHub
 	channel   string // the schema's NOTIFY channel

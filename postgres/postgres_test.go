@@ -388,16 +388,27 @@ func TestPoolConnectionsRunWithoutJIT(t *testing.T) {
 	}
 }
 
-// A search that walks the message key gives what the index gives: the
-// store suite's full-text cases, with every search walking a few seqs and
-// then going on through the index, or walking the whole store.
+// A search that walks the message key, or asks the index for ranges of
+// seqs, gives what the whole index gives: the store suite's full-text
+// cases with every search walking a few seqs and then going on through the
+// index, walking the whole store, asking for ranges of a few seqs (once,
+// then the index; or down to the first message) or one range of them all.
 func TestSearchWalksKeepTheResults(t *testing.T) {
-	for _, span := range []int64{7, 1 << 40} {
-		t.Run(fmt.Sprint(span), func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		force func(*postgres.Store)
+	}{
+		{"walk-7", func(s *postgres.Store) { postgres.WalkSearches(s, 7) }},
+		{"walk-all", func(s *postgres.Store) { postgres.WalkSearches(s, 1<<40) }},
+		{"range-7-once", func(s *postgres.Store) { postgres.RangeSearches(s, 7, 1) }},
+		{"range-7-down", func(s *postgres.Store) { postgres.RangeSearches(s, 7, 1<<30) }},
+		{"range-all", func(s *postgres.Store) { postgres.RangeSearches(s, 1<<40, 1) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			storetest.RunSearch(t, func(t *testing.T) mailroom.Store {
 				t.Parallel()
 				s := open(t, pgtest.URL(t), postgres.Options{Now: storetest.NewClock().Now})
-				postgres.WalkSearches(s, span)
+				c.force(s)
 				return s
 			})
 		})

@@ -14,29 +14,35 @@ import (
 )
 
 // A bounded search (mailroom.Search) examines the newest matches of its
-// words. PostgreSQL finds them in one of two ways, and the cheaper one
+// words. PostgreSQL finds them in one of three ways, and the cheapest one
 // depends on the words:
 //
-//   - the GIN index: it decodes the whole posting list of every word, so
-//     an AND of words that are each in a large share of the messages costs
-//     in proportion to the store (five words in 45% of 1M messages each:
-//     ~100 ms in the Bitmap Index Scan alone, to find 16,815 matches), however
-//     few of its matches the page needs;
+//   - the GIN index over the whole store: it decodes the whole posting list
+//     of every word, so an AND of words that are each in a large share of
+//     the messages costs in proportion to the store (five words in 45% of
+//     1M messages each: ~100 ms in the Bitmap Index Scan alone, to find
+//     16,815 matches), however few of its matches the page needs;
+//   - the index over a range of the newest seqs: the index also holds each
+//     message's bucket of 4,096 seqs (migration 0011), and a search that
+//     asks for the words AND a range's buckets decodes the words' lists
+//     only within those buckets (GIN's fast scan skips the rest of them), so
+//     it costs in proportion to the range, not the store;
 //   - a walk down the message key, newest first, testing each message: it
 //     stops when the page and the count have their rows, so it costs in
-//     proportion to how rare the match is, never to the store's size, but
-//     a rare word makes it walk far (a 1% word: 70,000 rows where the index
-//     reads 10,000 entries).
+//     proportion to how rare the match is, but each message it tests is a
+//     heap tuple read (~0.5-1 µs; more when its page is not in shared
+//     buffers): a word in every message finds its page in 700 messages.
 //
 // The planner cannot choose: the walk's length depends on how many of the
 // matches the caller may see, which the statement does not know, and it
 // prices the per-row test far too cheaply. So the store chooses, from the
 // column statistics ANALYZE keeps (the share of messages holding each
 // word), the number of messages, and the caller's share of them (their
-// counters): it walks when the expected walk is well under what the index
-// would decode. Either way the statement examines exactly the newest
-// matches, in order, so the choice changes the cost, never the result; a
-// walk that runs out of its range goes on below it through the index.
+// counters): the expected walk, the range twice as deep, or the whole
+// index, whichever is expected to cost least. Either way the statement
+// examines exactly the newest matches, in order, so the choice changes the
+// cost, never the result; a walk or a range that runs out goes on below
+// it, by the same choice.
 
 // The index's cost in walked messages (measured at 1M messages: a walk
 // tests a message in ~1 µs): it decodes searchWalkPerEntry posting entries
@@ -47,13 +53,71 @@ const (
 	searchWalkPerMatch = 2
 )
 
+// The buckets of the index (migration 0011): ftsBucketed is its expression,
+// a message's lexemes and the lexeme ' <seq >> searchBucketBits>'. A range
+// stage asks for at most searchRangeBuckets of them: GIN finds each
+// candidate as the least of the buckets' next entries, and a range of 82k
+// seqs cost 36-42 ms of server CPU in buckets of 4,096, 24-32 ms in
+// buckets of 16,384 (a walk of it 50-54 ms).
+const (
+	ftsBucketed        = `(fts || array_to_tsvector(ARRAY[' ' || (seq >> 14)::text]))`
+	searchBucketBits   = 14
+	searchRangeBuckets = 8
+)
+
+// A range's cost per seq in walked messages (measured over 49k seqs at 1M:
+// every seq of its buckets is a candidate the words are looked up for,
+// each match is read from the heap, rechecked and sorted), and the most a
+// range may cost per seq to be taken over a walk: the walk stops when it
+// has its rows and a range does not, but the walk's length rests on the
+// statistics' estimate of the match, which the range's twice-as-deep span
+// allows for.
+const (
+	searchRangePerSeq   = 1.0 / 14
+	searchRangePerEntry = 1.0 / 5.5
+	searchRangePerMatch = 1.5
+	searchRangeVsWalk   = 0.7
+)
+
+// bucketQuery is the tsquery literal (SQL) of the buckets that hold the
+// seqs from lo up to top (excluded).
+func bucketQuery(lo, top int64) string {
+	var b strings.Builder
+	b.WriteString(`'`)
+	for k := (top - 1) >> searchBucketBits; k >= lo>>searchBucketBits; k-- {
+		if b.Len() > 1 {
+			b.WriteString(` | `)
+		}
+		b.WriteString(`'' ` + strconv.FormatInt(k, 10) + `''`)
+	}
+	return b.String() + `'::tsquery`
+}
+
+// How a stage of a search finds its matches.
+type stageKind int
+
+const (
+	indexStage stageKind = iota // the whole index, below the stages before it
+	walkStage                   // the message key from top down to lo
+	rangeStage                  // the index, within the buckets of lo..top
+)
+
+// searchForce, set by tests, makes every search take these stages
+// whatever the statistics say: a walk of walk seqs, then stages ranges of
+// span seqs, then the index.
+type searchForce struct {
+	walk   int64
+	span   int64
+	stages int
+}
+
 // searchPlan is what a search needs to choose between the walk and the
 // index; the zero value never walks.
 type searchPlan struct {
 	freqs  []float64 // the share of messages holding each word (0: unknown or rare)
 	newest int64     // the newest message's seq
 	inbox  float64   // the caller's deliveries, all their mailboxes
-	force  int64     // tests: walk this many seqs whatever the estimate
+	force  searchForce
 }
 
 // wordFreqSQL reads the share of messages holding each of the words $1
@@ -119,8 +183,9 @@ func walkable(f mailroom.ListFilter) bool {
 // readSearchPlan reads the plan of a search by f, or the zero plan (the
 // index) when f may not walk.
 func (s *Store) readSearchPlan(ctx context.Context, tx pgx.Tx, me mailroom.Identity, roles roleSet, f mailroom.ListFilter) (searchPlan, error) {
-	p := searchPlan{force: s.walkSpan}
-	if !walkable(f) && p.force == 0 {
+	p := searchPlan{force: s.force}
+	forced := p.force != searchForce{}
+	if !walkable(f) && !forced {
 		return p, nil
 	}
 	words := make([]string, len(f.Search))
@@ -136,46 +201,59 @@ func (s *Store) readSearchPlan(ctx context.Context, tx pgx.Tx, me mailroom.Ident
 		s.words.put(key, freqs)
 	}
 	p.freqs = freqs
-	if p.force == 0 && (len(freqs) == 0 || slices.Contains(freqs, 0)) {
-		return p, nil // no walk: a rare or unknown word has a short posting list
+	if !forced && (len(freqs) == 0 || slices.Contains(freqs, 0)) {
+		return p, nil // the index: a rare or unknown word has a short posting list
 	}
 	err := tx.QueryRow(ctx, searchSizeSQL, me.ID, roles.ids).Scan(&p.newest, &p.inbox)
 	return p, err
 }
 
-// walk returns how many seqs below before (0: from the newest) a walk for
-// need of the caller's rows among scan matches should cover, or 0 when the
-// index is cheaper. The walk is expected to read need rows' worth of the
-// caller's matches, or scan matches, whichever comes first; it covers what
-// the index would cost (so a walk that fails costs at most as much again),
-// and is taken only when it is expected to need half of that.
-func (p searchPlan) walk(before int64, scan, need int) int64 {
-	top := p.newest + 1
-	if before > 0 {
-		top = before
-	}
-	if p.force > 0 {
-		return min(p.force, top)
+// next says how the i-th stage of a search for need of the caller's rows
+// among scan matches below top finds its matches, and down to which seq
+// (a walk or a range covers lo up to top). A walk is expected to read need
+// rows' worth of the caller's matches, or scan matches, whichever comes
+// first, and covers what the index would cost (so a walk that fails costs
+// at most as much again); it may be taken when expected to need half of
+// that. A range covers twice the expected walk (down to a bucket's start,
+// at most searchRangeBuckets buckets), and may be taken when twice that
+// would still cost under half the index: a density the statistics overrate
+// by half still ends in ranges. A range is taken over a walk when cheap
+// per seq (searchRangeVsWalk).
+func (p searchPlan) next(i int, top int64, scan, need int) (stageKind, int64) {
+	if f := p.force; f != (searchForce{}) {
+		switch {
+		case i == 0 && f.walk > 0:
+			return walkStage, max(0, top-f.walk)
+		case f.span > 0 && i < f.stages+min(1, int(f.walk)):
+			return rangeStage, max(0, top-f.span)
+		}
+		return indexStage, 0
 	}
 	n := float64(p.newest)
 	if len(p.freqs) == 0 || n <= 0 || p.inbox <= 0 {
-		return 0
+		return indexStage, 0
 	}
-	match, entries := 1.0, 0.0
+	match, sum := 1.0, 0.0
 	for _, f := range p.freqs {
 		match *= f // as the planner estimates an AND: as if independent
-		entries += f * n
+		sum += f
 	}
 	if match <= 0 {
-		return 0 // a rare word: its posting list is short
+		return indexStage, 0 // a rare word: its posting list is short
 	}
 	share := min(1, p.inbox/n)
 	expect := min(float64(need)/(match*share), float64(scan)/match)
-	cover := entries/searchWalkPerEntry + match*n/searchWalkPerMatch
-	if 2*expect > cover {
-		return 0
+	index := sum*n/searchWalkPerEntry + match*n/searchWalkPerMatch
+	perSeq := searchRangePerSeq + sum*searchRangePerEntry + match*searchRangePerMatch
+	walk := 2*expect <= index
+	if 4*expect*perSeq <= index && (perSeq < searchRangeVsWalk || !walk) {
+		lo := max(0, (top-int64(2*expect)-1)>>searchBucketBits, (top-1)>>searchBucketBits-searchRangeBuckets+1)
+		return rangeStage, lo << searchBucketBits
 	}
-	return min(int64(cover)+1, top)
+	if walk {
+		return walkStage, max(0, top-int64(index)-1)
+	}
+	return indexStage, 0
 }
 
 // searchFinder returns the bounded search's find (mailroom.Search) for
@@ -235,42 +313,57 @@ func searchFinder(ctx context.Context, tx pgx.Tx, args []any, search string, min
 	}
 	return func(before int64, scan, need int) ([]int64, int64, error) {
 		var seqs []int64
-		var last int64 // the last match examined so far
-		below := before
-		if span := plan.walk(before, scan, need); span > 0 {
-			top := plan.newest + 1
-			if before > 0 {
-				top = before
+		var last int64                          // the last match examined so far
+		top, below := plan.newest+1, before > 0 // below: only matches under top
+		if below {
+			top = before
+		}
+		for i := 0; ; i++ {
+			kind, lo := plan.next(i, top, scan, need)
+			var matches string
+			bounds := ` AND seq < ` + strconv.FormatInt(top, 10) + ` AND seq >= ` + strconv.FormatInt(lo, 10)
+			switch kind {
+			case walkStage:
+				// The function, not the operator: the GIN index cannot answer
+				// it, so the plan is the key walk.
+				matches = `SELECT seq FROM message WHERE ts_match_vq(fts, ` + search + `)` + bounds
+			case rangeStage:
+				// fts itself decides: the buckets only narrow what the index
+				// returns (and an empty query ANDed with them would be theirs).
+				matches = `SELECT seq FROM message WHERE ` + ftsBucketed + ` @@ (` + search + ` && ` + bucketQuery(lo, top) + `)
+					AND ts_match_vq(fts, ` + search + `)` + bounds
 			}
-			lo := top - span
-			// The function, not the operator: the GIN index cannot answer
-			// it, so the plan is the key walk.
-			got, n, l, err := stage(`SELECT seq FROM message WHERE seq < `+strconv.FormatInt(top, 10)+` AND seq >= `+strconv.FormatInt(lo, 10)+
-				` AND ts_match_vq(fts, `+search+`) ORDER BY seq DESC`, scan, need, false)
-			if err != nil || len(got) == need {
-				return got, 0, err
+			if kind == indexStage {
+				break
 			}
-			if n > scan {
-				return got, l, nil
+			got, n, l, err := stage(matches+` ORDER BY seq DESC`, scan, need, false)
+			seqs = append(seqs, got...)
+			switch {
+			case err != nil || len(got) == need:
+				return seqs, 0, err
+			case n > scan && scan == 0: // a stage before examined the last match it may
+				return seqs, last, nil
+			case n > scan:
+				return seqs, l, nil
+			case lo <= 1: // the stage reached the first message
+				return seqs, 0, nil
 			}
-			if lo <= 1 { // the walk reached the first message
-				return got, 0, nil
-			}
-			seqs, scan, need, below = got, scan-n, need-len(got), lo
+			scan, need, top, below = scan-n, need-len(got), lo, true
 			if n > 0 {
 				last = l
 			}
 		}
-		matches := `SELECT seq FROM message WHERE fts @@ ` + search
-		if below > 0 {
-			matches += ` AND seq < ` + strconv.FormatInt(below, 10)
+		// The index's expression: a bucket's lexeme matches no query's.
+		matches := `SELECT seq FROM message WHERE ` + ftsBucketed + ` @@ ` + search
+		if below {
+			matches += ` AND seq < ` + strconv.FormatInt(top, 10)
 		}
 		got, n, l, err := stage(matches+` ORDER BY seq DESC`, scan, need, false)
 		seqs = append(seqs, got...)
 		switch {
 		case err != nil || len(got) == need:
 			return seqs, 0, err
-		case n > scan && scan == 0: // the walk examined the last match it may
+		case n > scan && scan == 0:
 			return seqs, last, nil
 		case n > scan:
 			return seqs, l, nil

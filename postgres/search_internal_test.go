@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// The walk-or-index choice on the shapes measured at 1M messages (the
-// seed's word shares from pg_stats; agent-0 sees ~75% of the store,
+// The walk-range-or-index choice on the shapes measured at 1M messages
+// (the seed's word shares from pg_stats; agent-0 sees ~75% of the store,
 // agent-3 1.3%), for the first page of a default search (need 501 of the
 // caller's rows among 10,000 matches).
 func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
@@ -16,29 +16,61 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 		freqs []float64
 		n     int64
 		inbox float64
-		walk  bool
+		want  stageKind
 	}{
-		{"a word in every message", []float64{1}, 1_000_000, 750_000, true},
-		{"a word in 45%", []float64{0.441}, 1_000_000, 750_000, true},
-		{"a word in 1%", []float64{0.0094}, 1_000_000, 750_000, false},
-		{"five words in 45% each, most of the store mine", five, 1_000_000, 750_000, true},
-		{"the same at 100k: the index", five, 100_000, 75_000, false},
-		{"five words in 45% each, 1.3% of the store mine", five, 1_000_000, 13_000, false},
-		{"a word in every message, 1.3% mine: the scan bound ends the walk", []float64{1}, 1_000_000, 13_000, true},
-		{"a word ANALYZE did not keep", []float64{0.45, 0}, 1_000_000, 750_000, false},
-		{"no statistics", nil, 1_000_000, 750_000, false},
+		{"a word in every message", []float64{1}, 1_000_000, 750_000, walkStage},
+		{"a word in 45%", []float64{0.441}, 1_000_000, 750_000, walkStage},
+		{"a word in 1%", []float64{0.0094}, 1_000_000, 750_000, indexStage},
+		{"five words in 45% each, most of the store mine", five, 1_000_000, 750_000, rangeStage},
+		{"the same at 100k: the index", five, 100_000, 75_000, indexStage},
+		{"five words in 45% each, 1.3% of the store mine", five, 1_000_000, 13_000, indexStage},
+		{"a word in every message, 1.3% mine: the scan bound ends the walk", []float64{1}, 1_000_000, 13_000, walkStage},
+		{"a word ANALYZE did not keep", []float64{0.45, 0}, 1_000_000, 750_000, indexStage},
+		{"no statistics", nil, 1_000_000, 750_000, indexStage},
 	} {
 		p := searchPlan{freqs: c.freqs, newest: c.n, inbox: c.inbox}
-		span := p.walk(0, 10_000, 501)
-		if (span > 0) != c.walk || span > c.n+1 {
-			t.Errorf("%s: walk span %d, want a walk: %v", c.name, span, c.walk)
-		}
-		if span > 0 && p.walk(span/2, 10_000, 501) > span/2 {
-			t.Errorf("%s: a walk below a cursor covers more than the seqs below it", c.name)
+		for _, top := range []int64{c.n + 1, c.n / 2, 5_000, 2} { // the newest, then below cursors
+			kind, lo := p.next(0, top, 10_000, 501)
+			if top == c.n+1 && kind != c.want {
+				t.Errorf("%s: stage %d, want %d", c.name, kind, c.want)
+			}
+			if kind != indexStage && (lo < 0 || lo >= top) {
+				t.Errorf("%s, below %d: stage %d covers %d up to %d", c.name, top, kind, lo, top)
+			}
+			if kind == rangeStage && (lo%(1<<searchBucketBits) != 0 || (top-1)>>searchBucketBits-lo>>searchBucketBits >= searchRangeBuckets) {
+				t.Errorf("%s, below %d: range from %d is not whole buckets, at most %d", c.name, top, lo, searchRangeBuckets)
+			}
 		}
 	}
-	if (searchPlan{force: 7, newest: 100}).walk(3, 10, 5) != 3 {
-		t.Error("a forced walk below seq 3 covers more than seqs 1 and 2")
+	walk := searchPlan{force: searchForce{walk: 7}, newest: 100}
+	if k, lo := walk.next(0, 3, 10, 5); k != walkStage || lo != 0 {
+		t.Errorf("a forced walk below seq 3: stage %d from %d, want a walk from 0", k, lo)
+	}
+	if k, _ := walk.next(1, 3, 10, 5); k != indexStage {
+		t.Errorf("after a forced walk: stage %d, want the index", k)
+	}
+	ranges := searchPlan{force: searchForce{span: 5, stages: 2}, newest: 100}
+	for i, want := range []stageKind{rangeStage, rangeStage, indexStage} {
+		if k, lo := ranges.next(i, 50, 10, 5); k != want || (k == rangeStage && lo != 45) {
+			t.Errorf("forced ranges, stage %d: %d from %d, want %d", i, k, lo, want)
+		}
+	}
+}
+
+// The buckets of a range: each one that holds a seq of it, newest first.
+func TestBucketQueryNamesTheRangesBuckets(t *testing.T) {
+	for _, c := range []struct {
+		lo, top int64
+		want    string
+	}{
+		{0, 1, `''' 0'''::tsquery`},
+		{0, 16384, `''' 0'''::tsquery`},
+		{16383, 16385, `''' 1'' | '' 0'''::tsquery`},
+		{32768, 49153, `''' 3'' | '' 2'''::tsquery`},
+	} {
+		if got := bucketQuery(c.lo, c.top); got != c.want {
+			t.Errorf("bucketQuery(%d, %d) = %s, want %s", c.lo, c.top, got, c.want)
+		}
 	}
 }
 
