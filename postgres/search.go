@@ -209,29 +209,32 @@ func (s *Store) readSearchPlan(ctx context.Context, tx pgx.Tx, me mailroom.Ident
 }
 
 // next says how the i-th stage of a search for need of the caller's rows
-// among scan matches below top finds its matches, and down to which seq
-// (a walk or a range covers lo up to top). A walk is expected to read need
-// rows' worth of the caller's matches, or scan matches, whichever comes
-// first, and covers what the index would cost (so a walk that fails costs
-// at most as much again); it may be taken when expected to need half of
-// that. A range covers twice the expected walk (down to a bucket's start,
-// at most searchRangeBuckets buckets), and may be taken when twice that
-// would still cost under half the index: a density the statistics overrate
-// by half still ends in ranges. A range is taken over a walk when cheap
-// per seq (searchRangeVsWalk).
-func (p searchPlan) next(i int, top int64, scan, need int) (stageKind, int64) {
+// among scan matches below top finds its matches, down to which seq (a
+// walk or a range covers lo up to top), and what it may cost in walked
+// messages, when the stages before it may have cost spent. A walk is
+// expected to read need rows' worth of the caller's matches, or scan
+// matches, whichever comes first, and covers what the index would cost (so
+// a walk that runs out costs at most as much again, and is followed by the
+// index); it may be taken when expected to need half of that. A range
+// covers twice the expected walk (down to a bucket's start, at most
+// searchRangeBuckets buckets), and may be taken when twice that would
+// still cost under half the index and, with the stages before it, under
+// the index: a density the statistics overrate by half still ends in
+// ranges, and a search never pays for more than twice the index. A range
+// is taken over a walk when cheap per seq (searchRangeVsWalk).
+func (p searchPlan) next(i int, top int64, scan, need int, spent float64) (stageKind, int64, float64) {
 	if f := p.force; f != (searchForce{}) {
 		switch {
 		case i == 0 && f.walk > 0:
-			return walkStage, max(0, top-f.walk)
+			return walkStage, max(0, top-f.walk), 0
 		case f.span > 0 && i < f.stages+min(1, int(f.walk)):
-			return rangeStage, max(0, top-f.span)
+			return rangeStage, max(0, top-f.span), 0
 		}
-		return indexStage, 0
+		return indexStage, 0, 0
 	}
 	n := float64(p.newest)
 	if len(p.freqs) == 0 || n <= 0 || p.inbox <= 0 {
-		return indexStage, 0
+		return indexStage, 0, 0
 	}
 	match, sum := 1.0, 0.0
 	for _, f := range p.freqs {
@@ -239,21 +242,23 @@ func (p searchPlan) next(i int, top int64, scan, need int) (stageKind, int64) {
 		sum += f
 	}
 	if match <= 0 {
-		return indexStage, 0 // a rare word: its posting list is short
+		return indexStage, 0, 0 // a rare word: its posting list is short
 	}
 	share := min(1, p.inbox/n)
 	expect := min(float64(need)/(match*share), float64(scan)/match)
 	index := sum*n/searchWalkPerEntry + match*n/searchWalkPerMatch
 	perSeq := searchRangePerSeq + sum*searchRangePerEntry + match*searchRangePerMatch
-	walk := 2*expect <= index
+	walk := spent == 0 && 2*expect <= index
 	if 4*expect*perSeq <= index && (perSeq < searchRangeVsWalk || !walk) {
-		lo := max(0, (top-int64(2*expect)-1)>>searchBucketBits, (top-1)>>searchBucketBits-searchRangeBuckets+1)
-		return rangeStage, lo << searchBucketBits
+		lo := max(0, (top-int64(2*expect)-1)>>searchBucketBits, (top-1)>>searchBucketBits-searchRangeBuckets+1) << searchBucketBits
+		if c := float64(top-lo) * perSeq; spent+c <= index {
+			return rangeStage, lo, c
+		}
 	}
 	if walk {
-		return walkStage, max(0, top-int64(index)-1)
+		return walkStage, max(0, top-int64(index)-1), index
 	}
-	return indexStage, 0
+	return indexStage, 0, 0
 }
 
 // searchFinder returns the bounded search's find (mailroom.Search) for
@@ -318,8 +323,10 @@ func searchFinder(ctx context.Context, tx pgx.Tx, args []any, search string, min
 		if below {
 			top = before
 		}
+		var spent float64 // the stages' cost so far, in walked messages
 		for i := 0; ; i++ {
-			kind, lo := plan.next(i, top, scan, need)
+			kind, lo, cost := plan.next(i, top, scan, need, spent)
+			spent += cost
 			var matches string
 			bounds := ` AND seq < ` + strconv.FormatInt(top, 10) + ` AND seq >= ` + strconv.FormatInt(lo, 10)
 			switch kind {

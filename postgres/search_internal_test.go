@@ -30,7 +30,7 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 	} {
 		p := searchPlan{freqs: c.freqs, newest: c.n, inbox: c.inbox}
 		for _, top := range []int64{c.n + 1, c.n / 2, 5_000, 2} { // the newest, then below cursors
-			kind, lo := p.next(0, top, 10_000, 501)
+			kind, lo, _ := p.next(0, top, 10_000, 501, 0)
 			if top == c.n+1 && kind != c.want {
 				t.Errorf("%s: stage %d, want %d", c.name, kind, c.want)
 			}
@@ -42,16 +42,34 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 			}
 		}
 	}
+	// After stages that cost what the index would, only the index: a
+	// walk that ran out covered that much, and ranges stop at it.
+	p := searchPlan{freqs: five, newest: 1_000_000, inbox: 750_000}
+	kind, _, cost := p.next(0, 1_000_001, 10_000, 501, 0)
+	if kind != rangeStage || cost <= 0 {
+		t.Fatalf("five words: stage %d costing %g, want a range", kind, cost)
+	}
+	if k, _, _ := p.next(1, 900_000, 10_000, 300, cost); k != rangeStage {
+		t.Errorf("five words after a range that ran out: stage %d, want another range", k)
+	}
+	if k, _, _ := p.next(1, 900_000, 10_000, 300, 100_000); k != indexStage {
+		t.Errorf("five words after stages that cost nearly the index: stage %d, want the index", k)
+	}
+	every := searchPlan{freqs: []float64{1}, newest: 1_000_000, inbox: 13_000}
+	kind, _, cost = every.next(0, 1_000_001, 10_000, 501, 0)
+	if k, _, _ := every.next(1, 900_000, 5_000, 300, cost); kind != walkStage || k != indexStage {
+		t.Errorf("a word in every message: stage %d, then %d after it ran out; want a walk, then the index", kind, k)
+	}
 	walk := searchPlan{force: searchForce{walk: 7}, newest: 100}
-	if k, lo := walk.next(0, 3, 10, 5); k != walkStage || lo != 0 {
+	if k, lo, _ := walk.next(0, 3, 10, 5, 0); k != walkStage || lo != 0 {
 		t.Errorf("a forced walk below seq 3: stage %d from %d, want a walk from 0", k, lo)
 	}
-	if k, _ := walk.next(1, 3, 10, 5); k != indexStage {
+	if k, _, _ := walk.next(1, 3, 10, 5, 0); k != indexStage {
 		t.Errorf("after a forced walk: stage %d, want the index", k)
 	}
 	ranges := searchPlan{force: searchForce{span: 5, stages: 2}, newest: 100}
 	for i, want := range []stageKind{rangeStage, rangeStage, indexStage} {
-		if k, lo := ranges.next(i, 50, 10, 5); k != want || (k == rangeStage && lo != 45) {
+		if k, lo, _ := ranges.next(i, 50, 10, 5, 0); k != want || (k == rangeStage && lo != 45) {
 			t.Errorf("forced ranges, stage %d: %d from %d, want %d", i, k, lo, want)
 		}
 	}
