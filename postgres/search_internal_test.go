@@ -1,8 +1,14 @@
 package postgres
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/postgres/pgtest"
 )
 
 // The walk-range-or-index choice on the shapes measured at 1M messages
@@ -111,5 +117,42 @@ func TestWordStatsAreKeptForAWhile(t *testing.T) {
 	}
 	if len(w.freqs) > wordStatsMax {
 		t.Fatalf("%d entries kept, at most %d", len(w.freqs), wordStatsMax)
+	}
+}
+
+// The index's expression (migration 0011) is the one a search builds: one
+// that differed would plan a scan of every message, with the same results.
+func TestSearchesUseTheBucketIndex(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	search := `plainto_tsquery('mailroom', 'harbor lantern')`
+	for _, q := range []string{
+		`SELECT seq FROM message WHERE ` + ftsBucketed + ` @@ ` + search,
+		`SELECT seq FROM message WHERE ` + ftsBucketed + ` @@ (` + search + ` && ` + bucketQuery(1, 40_000) + `)`,
+	} {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Only the GIN index can answer it without a scan.
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN `+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		tx.Rollback(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "Bitmap Index Scan on message_fts") {
+			t.Errorf("%s\nplans\n%s", q, plan)
+		}
 	}
 }
