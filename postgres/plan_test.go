@@ -424,8 +424,7 @@ func TestSearchRangesAcrossBucketsKeepTheResults(t *testing.T) {
 		postgres.RangeSearches(r, c.span, c.stages)
 		for _, who := range []string{"bob", "carol"} {
 			// ½ is a word to mailroom but holds no lexeme for PostgreSQL's
-			// parser: an empty tsquery, which matches nothing (ANDed with
-			// the buckets alone, it would match all of them).
+			// parser: an empty tsquery, which matches nothing.
 			for _, q := range []string{"harbor lantern comet meadow", "harbor", "½"} {
 				want, got := walk(index, who, q), walk(r, who, q)
 				if len(want) < 3 && q != "½" {

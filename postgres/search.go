@@ -23,10 +23,10 @@ import (
 //     1M messages each: ~100 ms in the Bitmap Index Scan alone, to find
 //     16,815 matches), however few of its matches the page needs;
 //   - the index over a range of the newest seqs: the index also holds each
-//     message's bucket of 4,096 seqs (migration 0011), and a search that
+//     message's bucket of 16,384 seqs (migration 0011), and a search that
 //     asks for the words AND a range's buckets decodes the words' lists
-//     only within those buckets (GIN's fast scan skips the rest of them), so
-//     it costs in proportion to the range, not the store;
+//     only within those buckets (GIN skips the rest of them), so it costs
+//     in proportion to the range, not the store;
 //   - a walk down the message key, newest first, testing each message: it
 //     stops when the page and the count have their rows, so it costs in
 //     proportion to how rare the match is, but each message it tests is a
@@ -53,14 +53,14 @@ const (
 	searchWalkPerMatch = 2
 )
 
-// The buckets of the index (migration 0011): ftsBucketed is its expression,
-// a message's lexemes and the lexeme ' <seq >> searchBucketBits>'. A range
-// stage asks for at most searchRangeBuckets of them: GIN finds each
-// candidate as the least of the buckets' next entries, and a range of 82k
-// seqs cost 36-42 ms of server CPU in buckets of 4,096, 24-32 ms in
-// buckets of 16,384 (a walk of it 50-54 ms).
+// The buckets of the index (migration 0011): its second column is
+// ARRAY[seq >> searchBucketBits]. A range stage asks for at most
+// searchRangeBuckets of them: GIN finds each candidate as the least of
+// the buckets' next entries, and a range of 82k seqs cost 36-42 ms of
+// server CPU in buckets of 4,096, 24-32 ms in buckets of 16,384 (a walk
+// of it 50-54 ms).
 const (
-	ftsBucketed        = `(fts || array_to_tsvector(ARRAY[' ' || (seq >> 14)::text]))`
+	searchBucket       = `ARRAY[seq >> 14]`
 	searchBucketBits   = 14
 	searchRangeBuckets = 8
 )
@@ -79,18 +79,17 @@ const (
 	searchRangeVsWalk   = 0.7
 )
 
-// bucketQuery is the tsquery literal (SQL) of the buckets that hold the
-// seqs from lo up to top (excluded).
+// bucketQuery is the condition (SQL) for the messages in the buckets that
+// hold the seqs from lo up to top (excluded).
 func bucketQuery(lo, top int64) string {
 	var b strings.Builder
-	b.WriteString(`'`)
 	for k := (top - 1) >> searchBucketBits; k >= lo>>searchBucketBits; k-- {
-		if b.Len() > 1 {
-			b.WriteString(` | `)
+		if b.Len() > 0 {
+			b.WriteString(`,`)
 		}
-		b.WriteString(`'' ` + strconv.FormatInt(k, 10) + `''`)
+		b.WriteString(strconv.FormatInt(k, 10))
 	}
-	return b.String() + `'::tsquery`
+	return searchBucket + ` && '{` + b.String() + `}'::bigint[]`
 }
 
 // How a stage of a search finds its matches.
@@ -335,10 +334,8 @@ func searchFinder(ctx context.Context, tx pgx.Tx, args []any, search string, min
 				// it, so the plan is the key walk.
 				matches = `SELECT seq FROM message WHERE ts_match_vq(fts, ` + search + `)` + bounds
 			case rangeStage:
-				// fts itself decides: the buckets only narrow what the index
-				// returns (and an empty query ANDed with them would be theirs).
-				matches = `SELECT seq FROM message WHERE ` + ftsBucketed + ` @@ (` + search + ` && ` + bucketQuery(lo, top) + `)
-					AND ts_match_vq(fts, ` + search + `)` + bounds
+				// One scan of the index for both conditions.
+				matches = `SELECT seq FROM message WHERE fts @@ ` + search + ` AND ` + bucketQuery(lo, top) + bounds
 			}
 			if kind == indexStage {
 				break
@@ -360,8 +357,7 @@ func searchFinder(ctx context.Context, tx pgx.Tx, args []any, search string, min
 				last = l
 			}
 		}
-		// The index's expression: a bucket's lexeme matches no query's.
-		matches := `SELECT seq FROM message WHERE ` + ftsBucketed + ` @@ ` + search
+		matches := `SELECT seq FROM message WHERE fts @@ ` + search
 		if below {
 			matches += ` AND seq < ` + strconv.FormatInt(top, 10)
 		}
