@@ -56,9 +56,10 @@ const (
 // The buckets of the index (migration 0011): its second column is
 // ARRAY[seq >> searchBucketBits]. A range stage asks for at most
 // searchRangeBuckets of them: GIN finds each candidate as the least of
-// the buckets' next entries, and a range of 82k seqs cost 36-42 ms of
-// server CPU in buckets of 4,096, 24-32 ms in buckets of 16,384 (a walk
-// of it 50-54 ms).
+// the buckets' next entries, so fewer, larger buckets cost less per seq (a
+// range of 82k seqs at 1M: 36-42 ms of server CPU in buckets of 4,096,
+// 24-32 ms in buckets of 16,384, 22-28 ms in buckets of 65,536, under load
+// 8; a walk of it 50-54 ms), and smaller ones cover less beyond the need.
 const (
 	searchBucket       = `ARRAY[seq >> 14]`
 	searchBucketBits   = 14
@@ -67,7 +68,7 @@ const (
 
 // A range's cost per seq in walked messages (measured over 49k seqs at 1M:
 // every seq of its buckets is a candidate the words are looked up for,
-// each match is read from the heap, rechecked and sorted), and the most a
+// each match is read from the heap and sorted), and the most a
 // range may cost per seq to be taken over a walk: the walk stops when it
 // has its rows and a range does not, but the walk's length rests on the
 // statistics' estimate of the match, which the range's twice-as-deep span
@@ -110,8 +111,8 @@ type searchForce struct {
 	stages int
 }
 
-// searchPlan is what a search needs to choose between the walk and the
-// index; the zero value never walks.
+// searchPlan is what a search needs to choose between the walk, ranges
+// and the index; the zero value takes the index.
 type searchPlan struct {
 	freqs  []float64 // the share of messages holding each word (0: unknown or rare)
 	newest int64     // the newest message's seq
@@ -334,8 +335,12 @@ func searchFinder(ctx context.Context, tx pgx.Tx, args []any, search string, min
 				// it, so the plan is the key walk.
 				matches = `SELECT seq FROM message WHERE ts_match_vq(fts, ` + search + `)` + bounds
 			case rangeStage:
-				// One scan of the index for both conditions.
-				matches = `SELECT seq FROM message WHERE fts @@ ` + search + ` AND ` + bucketQuery(lo, top) + bounds
+				// One scan of the index for both conditions; the bounds are a
+				// filter (seq + 0), or the planner ANDs the index's few
+				// matches with a bitmap of the key's whole range (at 1M, 2-4
+				// ms of a 10-12 ms range).
+				matches = `SELECT seq FROM message WHERE fts @@ ` + search + ` AND ` + bucketQuery(lo, top) +
+					` AND seq + 0 < ` + strconv.FormatInt(top, 10) + ` AND seq + 0 >= ` + strconv.FormatInt(lo, 10)
 			}
 			if kind == indexStage {
 				break
