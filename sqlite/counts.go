@@ -29,7 +29,7 @@ func personalCounter() counter {
 
 func roleCounter() counter {
 	return counter{`role_count`, []string{"role", "archived", "unread", "priority", "human"},
-		`SELECT d.role, d.archived_at IS NOT NULL, d.read_at IS NULL, m.priority, s.kind = 'human', `, `d.role IS NOT NULL`}
+		`SELECT d.role, d.archived_at IS NOT NULL, ` + roleUnreadD + `, m.priority, s.kind = 'human', `, `d.role IS NOT NULL`}
 }
 
 // out subtracts the deliveries matching idCond (e.g. "= ?") from their
@@ -153,7 +153,7 @@ const mayHideRoleMail = `(EXISTS (SELECT 1 FROM role_hint WHERE identity_id = ?1
 func roleTotal(keys, dcond, mcond string) string {
 	return `((SELECT coalesce(sum(n), 0) FROM role_count WHERE role IN (SELECT value FROM json_each(?2))` + keys + `)
 		+ CASE WHEN ` + mayHideRoleMail + ` THEN
-		- (SELECT count(*) ` + candidateFrom(roleCandidates) + ` WHERE 1` + dcond + mcond + `)
+		- (SELECT count(*) ` + candidateFrom(roleCandidates) + ` WHERE 1` + roleUnread(dcond) + mcond + `)
 		+ (SELECT count(*) FROM (` + fromCandidates(inboxBranches(dcond, mcond)[1], roleUnsure) + `)) ELSE 0 END)`
 }
 
@@ -179,7 +179,7 @@ func fromCandidates(branch, src string) string {
 // (unarchived) mail in all, by priority and from humans, and archived mail,
 // in one statement.
 func roleStatus(ctx context.Context, tx *ptx, me int64, roles []string, n, high, normal, low, human, archived *int) error {
-	const keys = `d.archived_at IS NOT NULL, d.read_at IS NULL, m.priority, s.kind = 'human'`
+	keys := `d.archived_at IS NOT NULL, ` + roleUnreadD + `, m.priority, s.kind = 'human'`
 	const unread = `archived = 0 AND unread = 1`
 	return tx.QueryRowContext(ctx, `WITH k (archived, unread, priority, human, n) AS (
 			SELECT archived, unread, priority, human, n FROM role_count WHERE role IN (SELECT value FROM json_each(?2))
@@ -227,7 +227,7 @@ func roleAddressedUnread(ctx context.Context, tx *ptx, me int64, roles []string)
 			SELECT id, 0 FROM (`+roleHinted+`) UNION ALL SELECT id, 1 FROM (`+roleLater+`))
 		SELECT role, sum(n) FROM (
 			SELECT role, n FROM role_count WHERE role IN (SELECT value FROM json_each(?2)) AND archived = 0 AND unread = 1
-			UNION ALL SELECT d.role, -1 FROM cand CROSS JOIN delivery d NOT INDEXED ON d.id = cand.id WHERE 1`+unread+`
+			UNION ALL SELECT d.role, -1 FROM cand CROSS JOIN delivery d NOT INDEXED ON d.id = cand.id WHERE 1`+roleUnread(unread)+`
 			UNION ALL SELECT r.role, 1 FROM cand CROSS JOIN delivery r NOT INDEXED ON r.id = cand.id
 				WHERE (cand.later OR EXISTS (SELECT 1 FROM delivery z WHERE z.role = `+ownSuccessor+` AND z.message_seq = r.message_seq))
 				AND EXISTS (`+shown+`))

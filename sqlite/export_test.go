@@ -62,7 +62,7 @@ func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
 			WHERE d.recipient_id IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6),
 		kept AS (SELECT recipient_id, archived, unread, via, priority, human, n, seqs FROM mailbox_count WHERE n <> 0 OR seqs <> 0),
 		rrecount AS (
-			SELECT d.role, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AS unread, m.priority, s.kind = 'human' AS human, count(*) AS n, sum(d.message_seq) AS seqs
+			SELECT d.role, d.archived_at IS NOT NULL AS archived, `+roleUnreadD+` AS unread, m.priority, s.kind = 'human' AS human, count(*) AS n, sum(d.message_seq) AS seqs
 			FROM delivery d JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
 			WHERE d.role IS NOT NULL GROUP BY 1, 2, 3, 4, 5),
 		rkept AS (SELECT role, archived, unread, priority, human, n, seqs FROM role_count WHERE n <> 0 OR seqs <> 0)
@@ -169,6 +169,14 @@ func ReadMarks(ctx context.Context, s *Store) ([]string, error) {
 
 // MarkDrains counts the drains the store made by a read mark.
 func MarkDrains(s *Store) int64 { return s.marks.Load() }
+
+// RoleMarkDrains counts the role marks drains wrote.
+func RoleMarkDrains(s *Store) int64 { return s.roleMarks.Load() }
+
+// RoleMarks lists the role marks as "role through folded".
+func RoleMarks(ctx context.Context, s *Store) ([]string, error) {
+	return strs(ctx, s, `SELECT role || ' ' || through_seq || ' ' || folded FROM role_mark ORDER BY role`)
+}
 
 // MarkDrainsOverNewer counts the drains by a read mark that stopped at a
 // watermark with unread mail after it.

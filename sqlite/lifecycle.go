@@ -61,6 +61,20 @@ func (s *Store) recipientWriteFold(ctx context.Context, messageID, update string
 					return err
 				}
 			}
+			// A role delivery's mark is its role's (rolemark.go).
+			var role sql.NullString
+			if err := tx.QueryRowContext(ctx, `SELECT role FROM delivery WHERE id = ?`, t.delivery).Scan(&role); err != nil {
+				return err
+			}
+			if role.Valid {
+				if k, ok, err := roleMarkFor(ctx, tx, role.String); err != nil {
+					return err
+				} else if ok && t.seq <= k.through {
+					if err := k.foldRange(ctx, tx, k.through); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		_, err = countedUpdate(ctx, tx, t.delivery, update, t.delivery)
 		return err
@@ -316,7 +330,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 	rep := mailroom.PurgeReport{Before: r.Before, DryRun: r.DryRun}
 	before := ts(r.Before)
 	// What a read mark covers is read (mark.go).
-	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND ` + unreadD + ` AND d.archived_at IS NULL)`
+	unread := `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND ` + unreadAnyD + ` AND d.archived_at IS NULL)`
 	cond := `m.created_at < ?1`
 	if !r.IncludeUnread {
 		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM message m WHERE `+cond+` AND `+unread, before).Scan(&rep.Kept); err != nil {

@@ -17,7 +17,7 @@ const rowColumns = `m.id, m.subject,
 	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
 	` + recipientsM + `,
 	m.priority, m.created_at, ` + readAtD + `, d.archived_at, m.thread_id, m.retracted,
-	CASE WHEN d.role IS NOT NULL THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
+	(SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = ` + readByD + `)`
 
 // recipientsM are message m's recipients, a JSON array in their order.
 const recipientsM = `(SELECT json_group_array(address) FROM (SELECT address FROM message_to WHERE message_seq = m.seq ORDER BY position))`
@@ -27,7 +27,7 @@ const recipientsM = `(SELECT json_group_array(address) FROM (SELECT address FROM
 // store's caches (nameRows), and readAt by the expression the branch needs.
 func listColumns(readAt string) string {
 	return `m.id, m.subject, m.sender_id, m.priority, m.created_at, ` + readAt +
-		`, d.archived_at, m.thread_id, m.retracted, CASE WHEN d.role IS NOT NULL THEN d.read_by END`
+		`, d.archived_at, m.thread_id, m.retracted, ` + readByD
 }
 
 // outboxColumns are listColumns for a sent message: no delivery of the
@@ -162,7 +162,7 @@ func inboxBranches(dcond, mcond string) []string {
 		AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient_id = ?1 AND p.message_seq = d.message_seq)
 		AND NOT EXISTS (SELECT 1 FROM delivery o WHERE o.message_seq = d.message_seq AND o.role IN (SELECT value FROM json_each(?2)) AND o.id < d.id
 			AND (m.sender_id <> ?1 OR o.role = ` + ownSuccessorRole("?1") + `))
-		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = d.message_seq)` + dcond + mcond
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = ?1 AND x.message_seq = d.message_seq)` + roleUnread(dcond) + mcond
 	return []string{personal, role}
 }
 
@@ -183,7 +183,11 @@ func perRole(role string, n int) []string {
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = strings.Replace(role, all, `d.role = json_extract(?2, '$[`+itoa(i)+`]')`, 1)
+		r := `json_extract(?2, '$[` + itoa(i) + `]')`
+		out[i] = strings.Replace(role, all, `d.role = `+r, 1)
+		// The role's mark as a constant of the statement: an unread
+		// condition bounds the index range by it.
+		out[i] = strings.ReplaceAll(out[i], roleMarkedThroughD, roleMarkOf(r))
 	}
 	return out
 }
@@ -372,7 +376,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				case inbox && i == 0: // the personal branch: all the owner's
 					b[i] = withRows(b[i], listColumns(readAtOwnerD))
 				case inbox && i <= len(roles):
-					b[i] = withRows(b[i], listColumns(readAtD))
+					b[i] = withRows(b[i], listColumns(roleReadAtD))
 				default:
 					b[i] = withRows(b[i], outboxColumns)
 				}

@@ -39,8 +39,14 @@ const markedThroughOwner = `(SELECT coalesce(max(k.through_seq), 0) FROM read_ma
 const unreadD = `(d.read_at IS NULL AND d.message_seq > ` + markedThroughD + `)`
 
 // readAtD is delivery d's readAt as shown: its own, or its recipient's
-// mark's when the mark covers it.
-const readAtD = `coalesce(d.read_at, (SELECT k.at FROM read_mark k WHERE k.recipient_id = d.recipient_id AND d.message_seq <= k.through_seq))`
+// mark's (its role's, for a role delivery: rolemark.go) when the mark
+// covers it.
+const readAtD = `coalesce(d.read_at, CASE WHEN d.role IS NULL
+	THEN (SELECT k.at FROM read_mark k WHERE k.recipient_id = d.recipient_id AND d.message_seq <= k.through_seq)
+	ELSE (SELECT rk.at FROM role_mark rk WHERE rk.role = d.role AND d.message_seq <= rk.through_seq) END)`
+
+// unreadAnyD is "delivery d is unread" for a delivery of either kind.
+var unreadAnyD = `(d.read_at IS NULL AND d.message_seq > CASE WHEN d.role IS NULL THEN ` + markedThroughD + ` ELSE ` + roleMarkedThroughD + ` END)`
 
 // readAtOwnerD is readAtD for a delivery d of the mailbox owner ?1 (the
 // personal branch of inboxBranches): the owner's mark is a constant of the
@@ -108,7 +114,7 @@ func foldAll(ctx context.Context, tx *ptx) error {
 			return err
 		}
 	}
-	return nil
+	return foldAllRoles(ctx, tx)
 }
 
 // foldRange writes the mark's at into the rows it covers above folded and
@@ -139,7 +145,7 @@ func (s *Store) foldStep(ctx context.Context) (more bool, err error) {
 	// Asked first outside a write: a folder with nothing to do writes
 	// nothing (a write transaction keeps a change-log row and a sync).
 	var any bool
-	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM read_mark)`).Scan(&any); err != nil || !any {
+	if err := s.db.QueryRowContext(ctx, anyMarks).Scan(&any); err != nil || !any {
 		return false, err
 	}
 	err = s.writeBackground(ctx, func(tx *ptx) error {
@@ -147,8 +153,9 @@ func (s *Store) foldStep(ctx context.Context) (more bool, err error) {
 		err := tx.QueryRowContext(ctx, `SELECT recipient_id, through_seq, at, folded FROM read_mark ORDER BY recipient_id LIMIT 1`).
 			Scan(&k.recipient, &k.through, &k.at, &k.folded)
 		if isNoRows(err) {
-			more = false
-			return nil
+			// Personal marks first, then role marks (rolemark.go).
+			more, err = s.foldRoleStep(ctx, tx)
+			return err
 		} else if err != nil {
 			return err
 		}
@@ -169,6 +176,9 @@ func (s *Store) foldStep(ctx context.Context) (more bool, err error) {
 	})
 	return more, err
 }
+
+// anyMarks asks whether any mark, personal or a role's, is left.
+const anyMarks = `SELECT EXISTS (SELECT 1 FROM read_mark) OR EXISTS (SELECT 1 FROM role_mark)`
 
 // wakeFolder tells the folder that a mark may be waiting.
 func (s *Store) wakeFolder() {
@@ -231,6 +241,11 @@ func (s *Store) fold(ctx context.Context) {
 // covers the same rows, since none is left above it.
 func lowerMarks(ctx context.Context, tx *ptx) error {
 	_, err := tx.ExecContext(ctx, `UPDATE read_mark SET through_seq = (SELECT coalesce(max(seq), 0) FROM message)
+		WHERE through_seq > (SELECT coalesce(max(seq), 0) FROM message)`)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE role_mark SET through_seq = (SELECT coalesce(max(seq), 0) FROM message)
 		WHERE through_seq > (SELECT coalesce(max(seq), 0) FROM message)`)
 	return err
 }

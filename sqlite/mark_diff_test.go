@@ -91,7 +91,7 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 	rows := openTwin("rows", &sqlite.Hooks{HoldFold: true, FailMark: func(string) error { return nil }})
 	both := []*twin{marked, rows}
 
-	var byMark, overNewer int64 // drains by a mark, by stores closed since
+	var byMark, overNewer, roleMarks int64 // drains by a mark, by stores closed since
 	rng := rand.New(rand.NewPCG(seed, 99))
 	pickN := func() int { return rng.IntN(max(len(marked.sent), 1)) }
 	idOf := func(w *twin, i int) string {
@@ -152,7 +152,7 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 		who := people[rng.IntN(len(people))]
 		var op string
 		var out [2]string // each store's answer, which must agree
-		switch k := rng.IntN(22); {
+		switch k := rng.IntN(24); {
 		case k < 6:
 			to := addrs()
 			op = fmt.Sprintf("%s sends %v", who, to)
@@ -321,6 +321,40 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 				rc, err := w.s.MarkAllRead(w.as(who), through, roles)
 				out[i] = fmt.Sprintf("%v %s matched %d read %d durable %d withheld %d", mailroom.ErrorCode(err), rc.Status, rc.MatchedCount, rc.ReadCount, rc.DurableCount, rc.WithheldRoleCount)
 			}
+		case k < 23:
+			// The whole inbox with roles, archived unread mail read
+			// first, so the marked store drains each role queue its
+			// inbox shows whole by a mark of the role; mail to the
+			// queues arrives just before at times, some archived.
+			op = fmt.Sprintf("%s drains all with roles", who)
+			for range rng.IntN(3) {
+				to := []string{[]string{"role:triage", "role:oncall"}[rng.IntN(2)]}
+				send(people[rng.IntN(len(people))], to)
+				if rng.IntN(4) == 0 {
+					for _, w := range both {
+						_, _ = w.s.Archive(w.as(who), w.sent[len(w.sent)-1])
+					}
+				}
+			}
+			readArchived := rng.IntN(4) > 0
+			for i, w := range both {
+				if readArchived {
+					f, _ := mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true, Limit: ptr(200)}.Filter()
+					p, err := w.s.List(w.as(who), f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ids []string
+					for _, r := range p.Messages {
+						ids = append(ids, r.MessageID)
+					}
+					if len(ids) > 0 {
+						w.s.MarkRead(w.as(who), ids)
+					}
+				}
+				rc, err := w.s.MarkAllRead(w.as(who), "", true)
+				out[i] = fmt.Sprintf("%v %s matched %d read %d durable %d withheld %d", mailroom.ErrorCode(err), rc.Status, rc.MatchedCount, rc.ReadCount, rc.DurableCount, rc.WithheldRoleCount)
+			}
 		case k < 21:
 			op = "fold steps"
 			for range 1 + rng.IntN(3) {
@@ -331,6 +365,7 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 		default:
 			op = "close and reopen the marked store"
 			byMark, overNewer = byMark+sqlite.MarkDrains(marked.s), overNewer+sqlite.MarkDrainsOverNewer(marked.s)
+			roleMarks += sqlite.RoleMarkDrains(marked.s)
 			marked.s.Close()
 			marked.s = open(t, marked.path, sqlite.Options{NoSync: true, Now: storetest.NewClock().Now, Hooks: &sqlite.Hooks{HoldFold: true}})
 			sqlite.SetFoldChunk(marked.s, 3)
@@ -349,6 +384,8 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 			a, b := seen(t, marked, p, full), seen(t, rows, p, full)
 			if a != b {
 				marks, _ := sqlite.ReadMarks(ctx, marked.s)
+				rmarks, _ := sqlite.RoleMarks(ctx, marked.s)
+				marks = append(marks, rmarks...)
 				t.Fatalf("step %d: %s: %s sees a difference (marks %v):\nmarked store:\n%s\nrow store:\n%s", step, op, p, marks, diffLines(a, b), diffLines(b, a))
 			}
 		}
@@ -357,9 +394,13 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	byMark, overNewer = byMark+sqlite.MarkDrains(marked.s), overNewer+sqlite.MarkDrainsOverNewer(marked.s)
-	t.Logf("seed %d: %d drains by a mark, %d of them through a watermark with newer mail", seed, byMark, overNewer)
+	roleMarks += sqlite.RoleMarkDrains(marked.s)
+	t.Logf("seed %d: %d drains by a mark, %d of them through a watermark with newer mail; %d role marks", seed, byMark, overNewer, roleMarks)
 	if overNewer == 0 {
 		t.Error("no drain through a watermark with newer mail was by a mark")
+	}
+	if roleMarks == 0 {
+		t.Error("no role queue was drained by a mark")
 	}
 	checkNoMismatch(t, marked.s, "at the end")
 }

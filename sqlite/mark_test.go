@@ -33,8 +33,11 @@ func TestDrainEdgesWithTheMarkHeld(t *testing.T) {
 		t.Parallel()
 		s := heldFold(t, storetest.NewClock().Now)
 		t.Cleanup(func() {
-			if sqlite.MarkDrains(s) == 0 {
+			if sqlite.MarkDrains(s)+sqlite.RoleMarkDrains(s) == 0 {
 				t.Error("no drain of this case was by a mark")
+			}
+			if strings.Contains(t.Name(), "/RoleDrain") && sqlite.RoleMarkDrains(s) == 0 {
+				t.Error("no role queue of this case was drained by a mark")
 			}
 			checkNoMismatch(t, s, "at the end")
 		})
@@ -57,7 +60,7 @@ func TestCountsMatchListingsWithTheMarkHeld(t *testing.T) {
 			if n := sqlite.MarkDrainsOverNewer(s); n < 3 {
 				t.Errorf("%d drains by a mark through a watermark with newer mail in the mix, want several", n)
 			}
-			t.Logf("%d drains by a mark, %d of them through a watermark with newer mail", sqlite.MarkDrains(s), sqlite.MarkDrainsOverNewer(s))
+			t.Logf("%d drains by a mark, %d of them through a watermark with newer mail; %d role marks", sqlite.MarkDrains(s), sqlite.MarkDrainsOverNewer(s), sqlite.RoleMarkDrains(s))
 			checkNoMismatch(t, s, "after the mix")
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/mailroom/mailroom"
 )
@@ -208,8 +209,11 @@ type marker struct {
 func (s *Store) newMarker(ctx context.Context, tx *ptx, me mailroom.Identity) (*marker, error) {
 	// read_by says who read a role delivery (its rows show readBy); a
 	// personal delivery is read only by its recipient and leaves it NULL.
-	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = coalesce((SELECT k.at FROM read_mark k WHERE k.recipient_id = delivery.recipient_id AND delivery.message_seq <= k.through_seq), ?1),
-		read_by = CASE WHEN role IS NOT NULL THEN ?2 END WHERE id = ?3 AND read_at IS NULL`)
+	// A delivery a mark covers keeps the mark's readAt (and readBy).
+	stmt, err := tx.PrepareContext(ctx, `UPDATE delivery SET read_at = coalesce((SELECT k.at FROM read_mark k WHERE k.recipient_id = delivery.recipient_id AND delivery.message_seq <= k.through_seq),
+			(SELECT rk.at FROM role_mark rk WHERE rk.role = delivery.role AND delivery.message_seq <= rk.through_seq), ?1),
+		read_by = CASE WHEN role IS NOT NULL THEN coalesce((SELECT rk.read_by FROM role_mark rk WHERE rk.role = delivery.role AND delivery.message_seq <= rk.through_seq), ?2) END
+		WHERE id = ?3 AND read_at IS NULL`)
 	if err != nil {
 		return nil, err
 	}
@@ -356,13 +360,31 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		}
 		if byMark {
 			// The role snapshot of a drain by a mark is taken in its
-			// write transaction, with the mark: one snapshot.
+			// write transaction, with the mark: one snapshot. So is a
+			// drain's with roles held, whose role queues may be marks
+			// (drainRoles): the personal part is then marked from a
+			// snapshot taken there too when it cannot be a mark.
 			n, _, ok, err := markWhole(ctx, tx, me.ID, limit)
-			if err != nil || ok {
-				nPersonal = n
-				rc.MatchedCount += n
-				rolesJSON = rj
+			if err != nil {
 				return err
+			}
+			if ok || len(rolesTouched) > 0 {
+				nPersonal = max(n, 0)
+				rc.MatchedCount += nPersonal
+				rolesJSON = rj
+				if len(rolesTouched) > 0 {
+					// What the write will find, counted, not walked: only
+					// so that a drain with nothing to read writes nothing.
+					const unreadAll = ` AND d.read_at IS NULL AND d.archived_at IS NULL`
+					newer := inboxBranches(unreadAll+` AND ?3 >= 0 AND d.message_seq > ?3`, "")[1]
+					var nr int
+					if err := tx.QueryRowContext(ctx, `SELECT `+roleTotal(` AND archived = 0 AND unread = 1`, unreadAll, "")+` - (SELECT count(*) FROM (`+newer+`))`,
+						me.ID, rj, limit).Scan(&nr); err != nil {
+						return err
+					}
+					rc.MatchedCount += nr
+				}
+				return nil
 			}
 			byMark = false
 		}
@@ -389,13 +411,14 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	if s.hooks.AfterSnapshot != nil {
 		s.hooks.AfterSnapshot()
 	}
-	var mark readMark // the mark written, if any
-	var newer int     // unread mail after its watermark it left
+	var mark readMark    // the mark written, if any
+	var newer int        // unread mail after its watermark it left
+	var marks []roleMark // the role marks written
 	markedPersonal, markedRole := personal, role
 	err = s.write(ctx, func(tx *ptx) error {
 		tx.touch([]int64{me.ID}, rolesTouched)
 		rc.Failures = rc.Failures[:0]
-		mark = readMark{}
+		mark, marks = readMark{}, nil
 		// One mark per recipient: a second drain folds the first one.
 		if err := foldNow(ctx, tx, me.ID); err != nil {
 			return err
@@ -403,6 +426,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		markedPersonal, markedRole = personal, role
 		n := nPersonal
 		byMarkDone := false
+		var at string // the drain's readAt
 		if byMark {
 			var err error
 			if mark, n, newer, byMarkDone, err = writeMark(ctx, tx, me.ID, limit); err != nil {
@@ -411,23 +435,28 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
 			if byMarkDone {
 				rc.SnapshotAt = parseTS(mark.at)
+				at = mark.at // one drain, one readAt
 			} else {
-				// The inbox moved since the read: the snapshot is taken
-				// here, and marked row by row.
+				// The inbox moved since the read (or the drain holds
+				// roles): the snapshot is taken here, and marked row by
+				// row.
 				if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[0]+`)`, me.ID, "[]", limit).Scan(&n, &markedPersonal); err != nil {
 					return err
 				}
 				rc.SnapshotAt = tx.now()
+				at = ts(tx.now())
 			}
 			rc.MatchedCount = n
 			if len(rolesTouched) > 0 {
-				// The role queues' share, marked row by row, from the
-				// same snapshot.
-				var nr int
-				if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[1]+`)`, me.ID, rolesJSON, limit).Scan(&nr, &markedRole); err != nil {
+				// The role queues' share, from the same snapshot: a
+				// role mark per queue where it can be one, rows for
+				// the rest.
+				nr, ids, ks, err := drainRoles(ctx, tx, me.ID, rolesTouched, rolesJSON, limit, at)
+				if err != nil {
 					return err
 				}
 				rc.MatchedCount += nr
+				markedRole, marks = ids, ks
 			}
 		}
 		if s.hooks.FailMark != nil {
@@ -440,9 +469,8 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				return err
 			}
 		}
-		at := ts(tx.now())
-		if byMarkDone {
-			at = mark.at // one drain, one readAt
+		if !byMark {
+			at = ts(tx.now())
 		}
 		if markedRole != "[]" {
 			if err := markRoles(ctx, tx, me.ID, at, markedRole); err != nil {
@@ -483,6 +511,17 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 			rc.DurableCount += n
 		}
+		for _, k := range marks {
+			n, err := s.roleMarkedCount(ctx, k)
+			if err != nil {
+				return mailroom.DrainReceipt{}, err
+			}
+			rc.DurableCount += n
+		}
+	}
+	if len(marks) > 0 {
+		s.roleMarks.Add(int64(len(marks)))
+		s.wakeFolder()
 	}
 	if mark.at != "" {
 		s.marks.Add(1)
@@ -667,14 +706,15 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) error {
 	if _, err := tx.ExecContext(ctx, `WITH k (role, archived, priority, human, n, seqs) AS (
 			SELECT d.role, d.archived_at IS NOT NULL, m.priority, s.kind = 'human', count(*), sum(d.message_seq)
 			FROM json_each(?1) j CROSS JOIN delivery d ON d.id = j.value JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
-			WHERE d.role IS NOT NULL AND d.read_at IS NULL GROUP BY 1, 2, 3, 4)
+			WHERE d.role IS NOT NULL AND `+roleUnreadD+` GROUP BY 1, 2, 3, 4)
 		INSERT INTO role_count (role, archived, unread, priority, human, n, seqs)
 			SELECT k.role, k.archived, u.unread, k.priority, k.human, CASE WHEN u.unread THEN -k.n ELSE k.n END, CASE WHEN u.unread THEN -k.seqs ELSE k.seqs END
 			FROM k CROSS JOIN (SELECT 1 AS unread UNION ALL SELECT 0) u WHERE 1
 		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL`, at, me, ids)
+	_, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL
+		AND message_seq > `+roleMarkOf(`delivery.role`), at, me, ids)
 	return err
 }
 
@@ -737,4 +777,47 @@ func jsonInts(list []int64) string {
 		b = append(b, itoa(int(v))...)
 	}
 	return string(append(b, ']'))
+}
+
+// drainRoles is the role queues' share of a drain by me holding roles (rj,
+// the same as JSON) through the watermark limit, inside its write
+// transaction, with the drain's readAt at: each role's by a mark when it
+// can be one (drainRoleByMark), after folding the role's earlier mark (one
+// mark per role); the rest from a snapshot of their branches, whose ids
+// (JSON) it returns for markRoles. n is how many the share matched.
+func drainRoles(ctx context.Context, tx *ptx, me int64, roles []string, rj string, limit int64, at string) (n int, ids string, marks []roleMark, err error) {
+	var rest []int
+	for i, r := range roles {
+		if err := foldRoleNow(ctx, tx, r); err != nil {
+			return 0, "", nil, err
+		}
+		k, nr, ok, err := drainRoleByMark(ctx, tx, me, rj, r, limit, at)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		if ok {
+			marks = append(marks, k)
+			n += nr
+			continue
+		}
+		rest = append(rest, i)
+	}
+	ids = "[]"
+	if len(rest) == 0 {
+		return n, ids, marks, nil
+	}
+	// One branch per role left, each with the branch's own rule of which
+	// role shows a message (perRole), so no message is marked twice.
+	const unread = " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
+	per := perRole(inboxBranches(unread, "")[1], len(roles))
+	parts := make([]string, len(rest))
+	for j, i := range rest {
+		parts[j] = per[i]
+	}
+	var nr int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+strings.Join(parts, " UNION ALL ")+`)`,
+		me, rj, limit).Scan(&nr, &ids); err != nil {
+		return 0, "", nil, err
+	}
+	return n + nr, ids, marks, nil
 }

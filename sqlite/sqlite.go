@@ -169,6 +169,7 @@ type Store struct {
 	foldChunk int          // defaultFoldChunk; tests lower it
 	marks     atomic.Int64 // drains by a mark (tests count them)
 	marksOver atomic.Int64 // of them, drains through a watermark with unread mail after it
+	roleMarks atomic.Int64 // role marks written by drains (tests count them)
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -306,7 +307,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if !s.hooks.HoldFold {
 		// Marks a process left behind are folded from the start.
 		var left bool
-		if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM read_mark)`).Scan(&left); err != nil {
+		if err := s.db.QueryRowContext(ctx, anyMarks).Scan(&left); err != nil {
 			s.Close()
 			return nil, err
 		}

@@ -73,7 +73,7 @@ var inboxStateSQL = func() string {
 		k(n, s) AS (
 			SELECT n, seqs FROM mailbox_count WHERE recipient_id = ?1 AND archived = 0 AND unread = 1
 			UNION ALL SELECT n, seqs FROM role_count WHERE role IN (SELECT value FROM held) AND archived = 0 AND unread = 1
-			UNION ALL SELECT -1, -d.message_seq ` + held(candidateFrom(roleCandidates)) + ` WHERE 1` + unreadCond + `
+			UNION ALL SELECT -1, -d.message_seq ` + held(candidateFrom(roleCandidates)) + ` WHERE 1` + roleUnread(unreadCond) + `
 			UNION ALL SELECT 1, seq FROM (` + unsure + `))
 		SELECT u.n, u.total,
 			(SELECT m.id FROM message m WHERE m.seq = max(coalesce((` + personal + `), 0),

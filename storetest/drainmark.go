@@ -23,6 +23,12 @@ func RunDrainEdges(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("DrainLeavesArchivedUnread", func(t *testing.T) { testDrainLeavesArchivedUnread(t, open(t)) })
 	t.Run("DrainThroughWatermarkLeavesArchivedUnread", func(t *testing.T) { testDrainThroughWatermarkLeavesArchivedUnread(t, open(t)) })
 	t.Run("DrainThenReadPaths", func(t *testing.T) { testDrainThenReadPaths(t, open(t)) })
+	t.Run("RoleDrainIsSharedByHolders", func(t *testing.T) { testRoleDrainIsSharedByHolders(t, open(t)) })
+	t.Run("RoleDrainThenGrant", func(t *testing.T) { testRoleDrainThenGrant(t, open(t)) })
+	t.Run("RoleDrainLeavesHiddenRoleMail", func(t *testing.T) { testRoleDrainLeavesHiddenRoleMail(t, open(t)) })
+	t.Run("RoleDrainThenMarkUnread", func(t *testing.T) { testRoleDrainThenMarkUnread(t, open(t)) })
+	t.Run("RoleDrainThenPurge", func(t *testing.T) { testRoleDrainThenPurge(t, open(t)) })
+	t.Run("RoleDrainLeavesArchivedAndNewer", func(t *testing.T) { testRoleDrainLeavesArchivedAndNewer(t, open(t)) })
 }
 
 // CountsMatchListings is the random mix of RunLifecycle's
