@@ -791,23 +791,25 @@ func drainRoles(ctx context.Context, tx *ptx, me int64, roles []string, rj strin
 		if err := foldRoleNow(ctx, tx, r); err != nil {
 			return 0, "", nil, err
 		}
-		k, nr, ok, err := drainRoleByMark(ctx, tx, me, rj, r, limit, at)
+		k, nr, partial, ok, err := drainRoleByMark(ctx, tx, me, rj, r, limit, at)
 		if err != nil {
 			return 0, "", nil, err
 		}
 		if ok {
 			marks = append(marks, k)
 			n += nr
-			continue
 		}
-		rest = append(rest, i)
+		if !ok || partial {
+			rest = append(rest, i)
+		}
 	}
 	ids = "[]"
 	if len(rest) == 0 {
 		return n, ids, marks, nil
 	}
 	// One branch per role left, each with the branch's own rule of which
-	// role shows a message (perRole), so no message is marked twice.
+	// role shows a message (perRole), so no message is marked twice, and
+	// above the role's mark, if it has one now (the branch consults it).
 	const unread = " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
 	per := perRole(inboxBranches(unread, "")[1], len(roles))
 	parts := make([]string, len(rest))

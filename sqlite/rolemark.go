@@ -131,46 +131,74 @@ func foldAllRoles(ctx context.Context, tx *ptx) error {
 
 // drainRoleByMark is the share of role in a drain by me (holding the
 // roles rj, JSON) through the watermark limit (-1 for none), inside the
-// drain's write transaction, by a mark when a mark reads exactly the rows
-// row marking would: it reports false, having changed nothing, otherwise.
-// Those rows are the role's unread, unarchived deliveries at or below the
-// limit that me's inbox shows (inboxBranches: the role branch shows one
-// delivery per message), so a mark through the newest of them is right
-// when
-//   - every unread, unarchived delivery of the role at or below the limit
-//     is shown to me: none of the role's candidates (counts.go: the role
-//     mail me sent, also got personally or deleted, and later deliveries
-//     of a message to two of its roles) is both unread there and hidden;
-//   - none of the role's unread deliveries at or below it is archived (a
-//     mark would read it, a drain leaves it);
+// drain's write transaction, by a mark where a mark reads exactly the rows
+// row marking would; it reports false, having changed nothing, when it
+// writes none. Those rows are the role's unread, unarchived deliveries at
+// or below the limit that me's inbox shows (inboxBranches: the role branch
+// shows one delivery per message). A mark through seq reads every unread
+// delivery of the role at or below seq, so it ends below the first one
+// row marking would leave:
+//   - an archived unread one (a drain reads unarchived mail only);
+//   - one hidden from me: the role's candidates (counts.go: role mail me
+//     sent, also got personally or deleted, and later deliveries of a
+//     message to two of its roles) unread there, less those the branch
+//     shows;
 //
-// and the unread mail above it (newer) stays unread, with its counts moved
-// back as writeMark does. All from counts and index ranges: the queue's
-// rows are not walked. The caller folded the role's mark first.
-func drainRoleByMark(ctx context.Context, tx *ptx, me int64, rj, role string, limit int64, at string) (roleMark, int, bool, error) {
-	k := roleMark{role: role, by: me, at: at}
-	var unread, archived, newer, archivedAbove int
-	var through sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT
+// and at the newest unread, unarchived delivery below it. All from counts
+// and index ranges, without walking the queue (the first archived unread
+// one is looked for only when the counts say there is one, the hidden ones
+// among the candidates only). The unread mail above the mark (newer mail,
+// and what follows a delivery the mark stopped at) stays unread, its
+// counts moved back as writeMark does; partial says the rows above the
+// mark up to the limit may hold some for row marking. A mark that would
+// leave more unread above it than it reads is not written (the counts'
+// move back would cost more than the mark saves). The caller folded the
+// role's mark first.
+func drainRoleByMark(ctx context.Context, tx *ptx, me int64, rj, role string, limit int64, at string) (k roleMark, n int, partial, ok bool, err error) {
+	k = roleMark{role: role, by: me, at: at}
+	var unread, archived, archivedAbove int
+	if err := tx.QueryRowContext(ctx, `SELECT
 			(SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?1 AND archived = 0 AND unread = 1),
 			(SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?1 AND archived = 1 AND unread = 1),
-			(SELECT count(*) FROM delivery d WHERE d.role = ?1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq > ?2),
-			(SELECT count(*) FROM delivery d WHERE d.role = ?1 AND d.archived_at IS NOT NULL AND d.read_at IS NULL AND d.message_seq > ?2),
-			(SELECT max(d.message_seq) FROM delivery d WHERE d.role = ?1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq <= ?2)`,
-		role, upTo(limit)).Scan(&unread, &archived, &newer, &archivedAbove, &through)
-	n := unread - newer
-	if err != nil || archived != archivedAbove || n <= 0 || newer > n || !through.Valid {
-		return k, n, false, err
+			(SELECT count(*) FROM delivery d WHERE d.role = ?1 AND d.archived_at IS NOT NULL AND d.read_at IS NULL AND d.message_seq > ?2)`,
+		role, upTo(limit)).Scan(&unread, &archived, &archivedAbove); err != nil || unread == 0 {
+		return k, 0, false, false, err
 	}
-	// The role's candidates that are unread there, less those the branch
-	// shows through this role: the hidden ones.
+	end := upTo(limit)
+	if archived != archivedAbove {
+		// The role's deliveries from the oldest: the walk stops at the
+		// first archived unread one.
+		var first int64
+		if err := tx.QueryRowContext(ctx, `SELECT min(d.message_seq) FROM delivery d WHERE d.role = ?1 AND d.message_seq <= ?2 AND d.archived_at IS NOT NULL AND d.read_at IS NULL`,
+			role, end).Scan(&first); err != nil {
+			return k, 0, false, false, err
+		}
+		end, partial = first-1, true
+	}
 	const cond = ` AND d.role = ?3 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq <= ?4`
-	var hidden int
-	if err := tx.QueryRowContext(ctx, `SELECT CASE WHEN `+mayHideRoleMail+` THEN
-			(SELECT count(*) `+candidateFrom(roleCandidates)+` WHERE 1`+cond+`)
-			- (SELECT count(*) FROM (`+fromCandidates(inboxBranches(cond, "")[1], roleUnsure)+`)) ELSE 0 END`,
-		me, rj, role, upTo(limit)).Scan(&hidden); err != nil || hidden != 0 {
-		return k, n, false, err
+	var hidden sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT CASE WHEN `+mayHideRoleMail+` THEN (SELECT min(seq) FROM (
+			SELECT d.message_seq AS seq, d.id AS did `+candidateFrom(roleCandidates)+` WHERE 1`+cond+`
+			EXCEPT SELECT seq, did FROM (`+fromCandidates(inboxBranches(cond, "")[1], roleUnsure)+`))) END`,
+		me, rj, role, end).Scan(&hidden); err != nil {
+		return k, 0, false, false, err
+	}
+	if hidden.Valid {
+		end, partial = hidden.Int64-1, true
+	}
+	var through sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT max(d.message_seq) FROM delivery d WHERE d.role = ?1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq <= ?2`,
+		role, end).Scan(&through); err != nil || !through.Valid {
+		return k, 0, false, false, err
+	}
+	var newer int // unread, unarchived above the mark
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM delivery d WHERE d.role = ?1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq > ?2`,
+		role, through.Int64).Scan(&newer); err != nil {
+		return k, 0, false, false, err
+	}
+	n = unread - newer
+	if n <= 0 || newer > n {
+		return k, 0, false, false, nil
 	}
 	k.through = through.Int64
 	// The newer unread deliveries: above the mark, so unread before and
@@ -178,7 +206,7 @@ func drainRoleByMark(ctx context.Context, tx *ptx, me int64, rj, role string, li
 	const newerIDs = `IN (SELECT id FROM delivery WHERE role = ? AND message_seq > ? AND read_at IS NULL AND archived_at IS NULL)`
 	if newer > 0 {
 		if err := roleCounter().out(ctx, tx, newerIDs, role, k.through); err != nil {
-			return k, n, false, err
+			return k, 0, false, false, err
 		}
 	}
 	for _, q := range []string{
@@ -188,18 +216,18 @@ func drainRoleByMark(ctx context.Context, tx *ptx, me int64, rj, role string, li
 		`UPDATE role_count SET n = 0, seqs = 0 WHERE role = ?1 AND archived = 0 AND unread = 1`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, role); err != nil {
-			return k, n, false, err
+			return k, 0, false, false, err
 		}
 	}
 	if newer > 0 {
 		if err := roleCounter().in(ctx, tx, newerIDs, role, k.through); err != nil {
-			return k, n, false, err
+			return k, 0, false, false, err
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO role_mark (role, through_seq, at, read_by) VALUES (?, ?, ?, ?)`, role, k.through, k.at, me); err != nil {
-		return k, n, false, err
+		return k, 0, false, false, err
 	}
-	return k, n, true, nil
+	return k, n, partial, true, nil
 }
 
 // roleMarkedCount is a drain's durable count by the role mark k, read
