@@ -26,8 +26,14 @@ const recipientsM = `(SELECT json_group_array(address) FROM (SELECT address FROM
 // delivery's reader as identity ids, and no recipients, all three from the
 // store's caches (nameRows), and readAt by the expression the branch needs.
 func listColumns(readAt string) string {
+	return listColumnsBy(readAt, readByD)
+}
+
+// listColumnsBy is listColumns with a role delivery's reader by the
+// expression readBy.
+func listColumnsBy(readAt, readBy string) string {
 	return `m.id, m.subject, m.sender_id, m.priority, m.created_at, ` + readAt +
-		`, d.archived_at, m.thread_id, m.retracted, ` + readByD
+		`, d.archived_at, m.thread_id, m.retracted, ` + readBy
 }
 
 // outboxColumns are listColumns for a sent message: no delivery of the
@@ -183,7 +189,7 @@ func perRole(role string, n int) []string {
 	}
 	out := make([]string, n)
 	for i := range out {
-		r := `json_extract(?2, '$[` + itoa(i) + `]')`
+		r := perRoleName(i)
 		out[i] = strings.Replace(role, all, `d.role = `+r, 1)
 		// The role's mark as a constant of the statement: an unread
 		// condition bounds the index range by it.
@@ -191,6 +197,10 @@ func perRole(role string, n int) []string {
 	}
 	return out
 }
+
+// perRoleName is the role of perRole's i-th branch, a constant of the
+// statement.
+func perRoleName(i int) string { return `json_extract(?2, '$[` + itoa(i) + `]')` }
 
 // ownSuccessorRole is the SQL for the next-session-of-<self> role of the
 // agent whose id is the parameter me: a handoff an agent leaves there is for
@@ -376,7 +386,13 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				case inbox && i == 0: // the personal branch: all the owner's
 					b[i] = withRows(b[i], listColumns(readAtOwnerD))
 				case inbox && i <= len(roles):
-					b[i] = withRows(b[i], listColumns(roleReadAtD))
+					// One role's branch (perRole): its mark is a
+					// constant of the statement.
+					if r := perRoleName(i - 1); strings.Contains(b[i], `d.role = `+r) {
+						b[i] = withRows(b[i], listColumnsBy(roleReadAtOf(r), roleReadByOf(r)))
+					} else {
+						b[i] = withRows(b[i], listColumns(roleReadAtD))
+					}
 				default:
 					b[i] = withRows(b[i], outboxColumns)
 				}

@@ -40,6 +40,20 @@ const roleReadAtD = `coalesce(d.read_at, (SELECT rk.at FROM role_mark rk WHERE r
 const readByD = `CASE WHEN d.role IS NOT NULL THEN coalesce(d.read_by,
 	(SELECT rk.read_by FROM role_mark rk WHERE rk.role = d.role AND d.read_at IS NULL AND d.message_seq <= rk.through_seq)) END`
 
+// roleReadAtOf and roleReadByOf are roleReadAtD and readByD for a
+// delivery d of the role that the constant expression role names (a branch
+// of perRole): the mark is then read once per statement, not once or
+// twice per unread row of a page.
+func roleReadAtOf(role string) string {
+	return `coalesce(d.read_at, CASE WHEN d.message_seq <= ` + roleMarkOf(role) + `
+		THEN (SELECT rk.at FROM role_mark rk WHERE rk.role = ` + role + `) END)`
+}
+
+func roleReadByOf(role string) string {
+	return `coalesce(d.read_by, CASE WHEN d.read_at IS NULL AND d.message_seq <= ` + roleMarkOf(role) + `
+		THEN (SELECT rk.read_by FROM role_mark rk WHERE rk.role = ` + role + `) END)`
+}
+
 // roleUnread rewrites a condition on a role delivery d: "d.read_at IS
 // NULL" (always one term of an AND chain) also leaves out what its role's
 // mark covers.
