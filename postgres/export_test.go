@@ -36,8 +36,9 @@ func ExactUnread(ctx context.Context, s *Store) (n int, sum int64, err error) {
 // differ from a recount of delivery, either way.
 func CountMismatches(ctx context.Context, s *Store) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `WITH kept AS (SELECT recipient, archived, unread, via, priority, human, n, seqs FROM mailbox_count WHERE n <> 0 OR seqs <> 0),
-		recount AS (SELECT recipient, archived_at IS NOT NULL AS archived, read_at IS NULL AS unread, via, priority, human, count(*) AS n, sum(message_seq)::bigint AS seqs
-			FROM delivery GROUP BY 1, 2, 3, 4, 5, 6)
+		recount AS (SELECT d.recipient, d.archived_at IS NOT NULL AS archived, d.read_at IS NULL AND d.message_seq > coalesce(k.through_seq, 0) AS unread,
+				d.via, d.priority, d.human, count(*) AS n, sum(d.message_seq)::bigint AS seqs
+			FROM delivery d LEFT JOIN read_mark k ON k.recipient = d.recipient GROUP BY 1, 2, 3, 4, 5, 6)
 		SELECT 'kept ' || k::text FROM (SELECT * FROM kept EXCEPT SELECT * FROM recount) k
 		UNION ALL SELECT 'recount ' || r::text FROM (SELECT * FROM recount EXCEPT SELECT * FROM kept) r`)
 	if err != nil {
@@ -56,4 +57,24 @@ func WalkSearches(s *Store, span int64) { s.force = searchForce{walk: span} }
 // below them: the results must not change.
 func RangeSearches(s *Store, span int64, stages int) {
 	s.force = searchForce{span: span, stages: stages}
+}
+
+// FoldStep folds one chunk of some read mark, as the store's folder does
+// (a test opens the store with Hooks.HoldFold and steps it), and reports
+// whether any mark is left.
+func FoldStep(ctx context.Context, s *Store) (bool, error) { return s.foldStep(ctx) }
+
+// SetFoldChunk sets how many deliveries one fold step covers.
+func SetFoldChunk(s *Store, n int) { s.foldChunk = n }
+
+// MarkDrains is how many drains of s were by a read mark.
+func MarkDrains(s *Store) int { return int(s.markDrains.Load()) }
+
+// ReadMarks lists the read marks as "recipient through folded".
+func ReadMarks(ctx context.Context, s *Store) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT recipient || ' ' || through_seq || ' ' || folded FROM read_mark ORDER BY recipient`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

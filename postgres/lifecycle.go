@@ -13,7 +13,7 @@ import (
 
 // Unarchive clears the caller's archivedAt.
 func (s *Store) Unarchive(ctx context.Context, messageID string) (mailroom.UnarchiveReceipt, error) {
-	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET archived_at = NULL WHERE recipient = $1 AND message_seq = $2`)
+	err := s.recipientWrite(ctx, messageID, false, `UPDATE delivery SET archived_at = NULL WHERE recipient = $1 AND message_seq = $2`)
 	if err != nil {
 		return mailroom.UnarchiveReceipt{}, err
 	}
@@ -22,7 +22,7 @@ func (s *Store) Unarchive(ctx context.Context, messageID string) (mailroom.Unarc
 
 // MarkUnread clears the caller's readAt (a role message's shared state).
 func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.UnreadReceipt, error) {
-	err := s.recipientWrite(ctx, messageID, `UPDATE delivery SET read_at = NULL, read_by = NULL WHERE recipient = $1 AND message_seq = $2`)
+	err := s.recipientWrite(ctx, messageID, true, `UPDATE delivery SET read_at = NULL, read_by = NULL WHERE recipient = $1 AND message_seq = $2`)
 	if err != nil {
 		return mailroom.UnreadReceipt{}, err
 	}
@@ -30,8 +30,10 @@ func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.Unre
 }
 
 // recipientWrite runs update (parameters: the delivery's recipient and
-// message seq) on the caller's own delivery of messageID.
-func (s *Store) recipientWrite(ctx context.Context, messageID, update string) error {
+// message seq) on the caller's own delivery of messageID; with unread, the
+// caller's read mark is folded first when it covers that delivery (a mark
+// covers every unread delivery below it).
+func (s *Store) recipientWrite(ctx context.Context, messageID string, unread bool, update string) error {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
 		return err
@@ -44,6 +46,14 @@ func (s *Store) recipientWrite(ctx context.Context, messageID, update string) er
 		t, err := resolveRecipient(ctx, tx, me, roles, messageID)
 		if err != nil {
 			return err
+		}
+		if err := lockMailbox(ctx, tx, me.ID); err != nil {
+			return err
+		}
+		if unread && t.recipient == me.ID {
+			if err := foldNow(ctx, tx, me.ID, t.seq); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, update, t.recipient, t.seq); err != nil {
 			return err
@@ -66,6 +76,9 @@ func (s *Store) Delete(ctx context.Context, messageID string) (mailroom.DeleteRe
 		}
 		t, err := resolve(ctx, tx, me, roles, messageID)
 		if err != nil {
+			return err
+		}
+		if err := lockMailbox(ctx, tx, me.ID); err != nil {
 			return err
 		}
 		// The personal delivery goes; a role delivery is the other
@@ -208,7 +221,7 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			// the caller's share of delivery and may walk delivery_message
 			// from the oldest message of any mailbox.
 			if err := tx.QueryRow(ctx, `SELECT m.created_at FROM message m WHERE m.seq = (SELECT d.message_seq FROM delivery d
-				WHERE d.recipient = $1 AND d.via <> 'role' AND d.read_at IS NULL AND d.archived_at IS NULL ORDER BY d.message_seq LIMIT 1)`, pgx.QueryExecModeExec, me.ID).Scan(&oldest); err != nil && !isNoRows(err) {
+				WHERE d.recipient = $1 AND d.via <> 'role' AND d.read_at IS NULL AND d.message_seq > `+markedThroughOwner+` AND d.archived_at IS NULL ORDER BY d.message_seq LIMIT 1)`, pgx.QueryExecModeExec, me.ID).Scan(&oldest); err != nil && !isNoRows(err) {
 				return err
 			}
 		}
@@ -328,7 +341,7 @@ const purgeBatch = 2000
 // Purge removes old mail with its edges, index entries and concept tags.
 func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.PurgeReport, error) {
 	rep := mailroom.PurgeReport{Before: r.Before, DryRun: r.DryRun}
-	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL)`
+	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL AND NOT ` + coveredD + `)`
 	cond := `m.created_at < $1`
 	if !r.IncludeUnread {
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM message m WHERE `+cond+` AND `+unread, r.Before).Scan(&rep.Kept); err != nil {
@@ -346,6 +359,11 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 		n := 0
 		var d, c int
 		err := s.write(ctx, func(tx pgx.Tx) error {
+			// No drain by a mark beside a purge (mark.go): its counts
+			// would miss the rows this batch deletes.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+storeLockKey+`)`); err != nil {
+				return err
+			}
 			rows, err := tx.Query(ctx, `SELECT m.seq FROM message m WHERE `+cond+` ORDER BY m.created_at LIMIT `+itoa(purgeBatch)+` FOR UPDATE SKIP LOCKED`, r.Before)
 			if err != nil {
 				return err

@@ -17,7 +17,7 @@ import (
 const rowColumns = `m.id, m.subject,
 	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
 	ARRAY(SELECT t.address FROM message_to t WHERE t.message_seq = m.seq ORDER BY t.position),
-	m.priority, m.created_at, d.read_at, d.archived_at, m.thread_id, m.retracted,
+	m.priority, m.created_at, ` + readAtD + `, d.archived_at, m.thread_id, m.retracted,
 	CASE WHEN d.via = 'role' THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
 
 type scanner interface{ Scan(...any) error }
@@ -58,7 +58,7 @@ func inboxBranches(dcond, mcond string) []string {
 	if mcond != "" {
 		personal += ` JOIN message m ON m.seq = d.message_seq`
 	}
-	personal += ` WHERE d.recipient = $1` + dcond + mcond
+	personal += ` WHERE d.recipient = $1` + personalUnread(dcond) + mcond
 	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d ` + roleJoin + `
 		WHERE ` + roleQueues + roleVisible + dcond + mcond
 	return []string{personal, role}

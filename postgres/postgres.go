@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,6 +68,12 @@ type Hooks struct {
 	// write in MarkRead fail as a storage failure would. (A drain has no
 	// per-id writes: it marks its snapshot in one statement.)
 	FailMark func(messageID string) error
+	// AfterMark runs in MarkAllRead after the statement that writes a
+	// read mark, before the commit (inside the transaction).
+	AfterMark func()
+	// HoldFold keeps the store's folder of read marks from running, so a
+	// test folds them chunk by chunk itself (FoldStep in export_test.go).
+	HoldFold bool
 }
 
 // Store is a mailroom.Store on PostgreSQL.
@@ -89,6 +96,13 @@ type Store struct {
 	watchDone chan struct{}
 	mu        sync.Mutex
 	listening chan struct{} // closed while the listener is in LISTEN
+
+	// The folder of read marks (mark.go): woken by a drain that wrote one.
+	foldWake   chan struct{}
+	foldDone   chan struct{}
+	stopFold   context.CancelFunc
+	foldChunk  int          // defaultFoldChunk; tests lower it
+	markDrains atomic.Int64 // drains by a mark, for tests
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -138,7 +152,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	s := &Store{pool: pool, url: url, schema: schema, log: opts.Logger, changes: mailroom.NewChangeHub()}
+	s := &Store{pool: pool, url: url, schema: schema, log: opts.Logger, changes: mailroom.NewChangeHub(),
+		foldWake: make(chan struct{}, 1), foldChunk: defaultFoldChunk}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -159,6 +174,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.channel = "mailroom:" + s.schema
 	s.startWatcher()
+	s.startFolder()
 	return s, nil
 }
 
@@ -170,6 +186,11 @@ func (s *Store) Durable() bool { return true }
 
 // Close stops the change listener and closes the pool.
 func (s *Store) Close() error {
+	if s.stopFold != nil {
+		// A mark left unfolded stays correct; any instance folds it later.
+		s.stopFold()
+		<-s.foldDone
+	}
 	s.stopWatch()
 	<-s.watchDone
 	s.pool.Close()
@@ -237,6 +258,13 @@ func (s *Store) migrate(ctx context.Context) error {
 			continue
 		}
 		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if version > 12 {
+				// Later migrations see no read marks (0012): they may
+				// change what reads or counts them.
+				if err := foldAll(ctx, tx); err != nil {
+					return err
+				}
+			}
 			// Simple protocol: a migration is many statements.
 			if _, err := tx.Exec(ctx, string(body), pgx.QueryExecModeSimpleProtocol); err != nil {
 				return err

@@ -1,0 +1,284 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A read-through mark (migration 0012, the design of sqlite/mark.go) says
+// that a recipient's deliveries with message_seq <= through_seq whose
+// read_at IS NULL are read, at the mark's at. A drain of the caller's whole
+// unread, unarchived personal set, or of all of it up to a watermark with
+// no archived unread mail there (drainByMarkSQL), writes it and moves a few count
+// rows instead of rewriting every delivery (0.2 s of server CPU for the
+// UPDATE of 100,000 rows alone). Every reader of personal read state
+// consults it through the expressions below; the store's folder then
+// writes the mark's at into the rows it covers, in chunks off the request
+// path, and deletes it.
+//
+// A mark covers no delivery inserted after it: a delivery is inserted only
+// with its message, under the send lock, so an uncommitted send's seq is
+// above every committed one, and a mark reads through a committed seq.
+// Seqs come from an identity column and are never reused, so a purge of
+// the newest messages leaves a mark covering nothing new (SQLite lowers its
+// marks there instead, since a rowid is reused).
+//
+// Locks. A drain by mark decides from one statement's snapshot and moves
+// counts by what that snapshot held, so no write to the same personal
+// deliveries may be in flight beside it: every writer of a caller's
+// personal read or archive state takes the recipient's mark lock shared
+// (lockMailbox) before its first write, a drain takes it exclusive, and a
+// purge (which deletes any recipient's rows) takes the store-wide mark
+// lock exclusive where a drain takes it shared. The folder and foldNow lock
+// the mark row itself (FOR UPDATE), so one fold runs at a time per mark and
+// none works from a mark that was replaced.
+
+// markedThroughOwner is the seq the mark of the mailbox owner $1 reads
+// through (0 for none): a constant of the statement (an InitPlan), so it
+// bounds the owner's index range on (recipient, message_seq).
+const markedThroughOwner = `(SELECT coalesce(max(k.through_seq), 0) FROM read_mark k WHERE k.recipient = $1)`
+
+// readAtD is delivery d's readAt as shown: its own, or its recipient's
+// mark's when the mark covers it (NULL when d is NULL).
+const readAtD = `coalesce(d.read_at, (SELECT k.at FROM read_mark k WHERE k.recipient = d.recipient AND d.message_seq <= k.through_seq))`
+
+// coveredD is "delivery d is read by its recipient's mark".
+const coveredD = `(d.read_at IS NULL AND d.message_seq <= coalesce((SELECT k.through_seq FROM read_mark k WHERE k.recipient = d.recipient), 0))`
+
+// personalUnread rewrites a condition on the personal branch's delivery d:
+// "d.read_at IS NULL" (always one term of an AND chain) also leaves out
+// what the owner's mark covers.
+func personalUnread(dcond string) string {
+	return strings.ReplaceAll(dcond, `d.read_at IS NULL`, `d.read_at IS NULL AND d.message_seq > `+markedThroughOwner)
+}
+
+// Mark lock keys: one per recipient, and one for the store, both within
+// the schema so that mailrooms sharing a database do not wait for each
+// other.
+const (
+	mailboxLockKey = `hashtextextended('mailroom.mark.' || current_schema(), $1::bigint)`
+	storeLockKey   = `hashtextextended('mailroom.marks.' || current_schema(), 0)`
+)
+
+// lockMailbox takes recipient's mark lock shared for the rest of the
+// transaction: before a write to its personal read or archive state.
+func lockMailbox(ctx context.Context, tx pgx.Tx, recipient int64) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+mailboxLockKey+`)`, recipient)
+	return err
+}
+
+// readMark is a recipient's mark.
+type readMark struct {
+	recipient, through, folded int64
+	at                         time.Time
+}
+
+// foldNow folds recipient's mark, if any, inside tx: for a write the mark
+// would make wrong (a drain; a mark_unread of a delivery at or below it,
+// seq below, else 0).
+func foldNow(ctx context.Context, tx pgx.Tx, recipient int64, below int64) error {
+	k := readMark{recipient: recipient}
+	err := tx.QueryRow(ctx, `SELECT through_seq, at, folded FROM read_mark WHERE recipient = $1 FOR UPDATE`, recipient).Scan(&k.through, &k.at, &k.folded)
+	if isNoRows(err) || (err == nil && below > k.through) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return k.foldRange(ctx, tx, k.through)
+}
+
+// foldAll folds every mark inside tx (before a later migration).
+func foldAll(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('read_mark') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT recipient FROM read_mark ORDER BY recipient`)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := foldNow(ctx, tx, id, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldRange writes the mark's at into the rows it covers above folded and
+// up to hi; at the mark's end it deletes the mark, in the same
+// transaction, so no covered row is ever left without it. Counts do not
+// move (a covered row is counted read already), so the update trigger
+// stands aside.
+func (k readMark) foldRange(ctx context.Context, tx pgx.Tx, hi int64) error {
+	if _, err := tx.Exec(ctx, `SELECT set_config('mailroom.writer_counts', 'on', true)`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE delivery SET read_at = $1, read_by = $2 WHERE recipient = $2 AND message_seq > $3 AND message_seq <= $4 AND read_at IS NULL`,
+		k.at, k.recipient, k.folded, hi); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('mailroom.writer_counts', 'off', true)`); err != nil {
+		return err
+	}
+	if hi >= k.through {
+		_, err := tx.Exec(ctx, `DELETE FROM read_mark WHERE recipient = $1`, k.recipient)
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE read_mark SET folded = $2 WHERE recipient = $1`, k.recipient, hi)
+	return err
+}
+
+// defaultFoldChunk is how many of a mark's deliveries one fold transaction
+// covers: a few ms of server time each.
+const defaultFoldChunk = 5000
+
+// foldStep folds one chunk of some mark in its own write transaction and
+// reports whether any mark is left to fold.
+func (s *Store) foldStep(ctx context.Context) (more bool, err error) {
+	// Asked first outside a write: a folder with nothing to do writes nothing.
+	var any bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM read_mark)`).Scan(&any); err != nil || !any {
+		return false, err
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		more = false
+		var k readMark
+		// A mark a drain or a mark_unread is folding itself is theirs.
+		err := tx.QueryRow(ctx, `SELECT recipient, through_seq, at, folded FROM read_mark ORDER BY recipient LIMIT 1 FOR UPDATE SKIP LOCKED`).
+			Scan(&k.recipient, &k.through, &k.at, &k.folded)
+		if isNoRows(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		// The chunk's end: the chunk-th delivery of the recipient after
+		// folded, whatever its state (bounded work per chunk).
+		var hi *int64
+		if err := tx.QueryRow(ctx, `SELECT max(message_seq) FROM (SELECT message_seq FROM delivery
+			WHERE recipient = $1 AND message_seq > $2 AND message_seq <= $3 ORDER BY message_seq LIMIT $4) c`,
+			k.recipient, k.folded, k.through, s.foldChunk).Scan(&hi); err != nil {
+			return err
+		}
+		end := k.through
+		if hi != nil && *hi < end {
+			end = *hi
+		}
+		more = true
+		return k.foldRange(ctx, tx, end)
+	})
+	return more, err
+}
+
+// wakeFolder tells the folder that a mark may be waiting.
+func (s *Store) wakeFolder() {
+	select {
+	case s.foldWake <- struct{}{}:
+	default:
+	}
+}
+
+// foldPoll is how often the folder looks for marks no drain of this
+// instance woke it for: another instance's, or one left when a process
+// stopped mid-fold. Looking is one read of an empty table.
+const foldPoll = 2 * time.Second
+
+// fold is the store's folder: woken (by a drain that wrote a mark, at open,
+// and every foldPoll), it folds every mark chunk by chunk, then waits
+// again, until stopped (Close).
+func (s *Store) fold(ctx context.Context) {
+	defer close(s.foldDone)
+	poll := time.NewTicker(foldPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.foldWake:
+		case <-poll.C:
+		}
+		for {
+			more, err := s.foldStep(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Warn("read mark fold; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// startFolder runs the folder for the store's lifetime, unless a test holds it.
+func (s *Store) startFolder() {
+	if s.hooks.HoldFold {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopFold, s.foldDone = cancel, make(chan struct{})
+	go s.fold(ctx)
+	s.wakeFolder() // marks left behind are folded from the start
+}
+
+// drainByMarkSQL is the drain by a mark, in one statement (one snapshot),
+// after the drain took the caller's mark lock exclusive and folded any
+// earlier mark ($1-$3 the caller's, $4 the watermark's seq or -1, $5 the
+// drain's readAt, $6 the watermark's seq or the largest bigint). When the
+// caller's unread, unarchived personal deliveries at or below $6 are every
+// unread personal delivery there (none is archived: the archived unread
+// count less those above $6 is 0), and no fewer than the unread ones above
+// $6, it writes a mark through the newest of them read at $5 and moves the
+// caller's unread, unarchived counts to read, less those above $6 (by key,
+// from one pass over them). Its row is the count it read, the mark's
+// through_seq and the role deliveries it left alone; no row when the drain
+// must mark rows instead. Counts move by deltas on the latest counter
+// rows, so a send committed meanwhile stays counted unread, as it stays
+// unread (its seq is above the mark).
+var drainByMarkSQL = callerArgs + `,
+	c AS (SELECT coalesce(sum(n) FILTER (WHERE NOT archived), 0)::bigint AS unread, coalesce(sum(n) FILTER (WHERE archived), 0)::bigint AS archived
+		FROM mailbox_count WHERE recipient = $1 AND unread),
+	t AS (SELECT max(d.message_seq) AS through FROM delivery d
+		WHERE d.recipient = $1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq <= $6),
+	w AS (SELECT d.via, d.priority, d.human, count(*) AS n, sum(d.message_seq)::bigint AS seqs FROM delivery d
+		WHERE d.recipient = $1 AND d.read_at IS NULL AND d.archived_at IS NULL AND d.message_seq > $6 GROUP BY 1, 2, 3),
+	a AS (SELECT count(*) AS n FROM delivery d
+		WHERE d.recipient = $1 AND d.archived_at IS NOT NULL AND d.read_at IS NULL AND d.message_seq > $6),
+	ok AS (SELECT c.unread - w.n AS n, t.through FROM c, t, a, (SELECT coalesce(sum(n), 0)::bigint AS n FROM w) w
+		WHERE t.through IS NOT NULL AND c.archived = a.n AND c.unread - w.n >= w.n),
+	k AS (SELECT x.via, x.priority, x.human, x.n - coalesce(w.n, 0) AS n, x.seqs - coalesce(w.seqs, 0) AS seqs
+		FROM mailbox_count x LEFT JOIN w ON (w.via, w.priority, w.human) = (x.via, x.priority, x.human)
+		WHERE x.recipient = $1 AND x.unread AND NOT x.archived AND EXISTS (SELECT 1 FROM ok)),
+	mv AS (INSERT INTO mailbox_count AS x (recipient, archived, unread, via, priority, human, n, seqs)
+		SELECT $1, false, s.unread, k.via, k.priority, k.human, CASE WHEN s.unread THEN -k.n ELSE k.n END, CASE WHEN s.unread THEN -k.seqs ELSE k.seqs END
+		FROM k CROSS JOIN (VALUES (true), (false)) AS s (unread) WHERE k.n <> 0 OR k.seqs <> 0 ORDER BY 3, 4, 5, 6
+		ON CONFLICT (recipient, archived, unread, via, priority, human) DO UPDATE SET n = x.n + excluded.n, seqs = x.seqs + excluded.seqs),
+	mk AS (INSERT INTO read_mark (recipient, through_seq, at) SELECT $1, ok.through, $5::timestamptz FROM ok)
+	SELECT ok.n, ok.through, ` + withheldRoles + ` FROM ok`
+
+// markedCount is a drain's durable count by mark k, read back after
+// commit (evidence, not intent): the deliveries at or below the mark that
+// carry its at, and those the mark still covers, at most n.
+func (s *Store) markedCount(ctx context.Context, k readMark, n int) (int, error) {
+	var got int
+	err := s.pool.QueryRow(ctx, `SELECT least($4::bigint, count(*)) FROM delivery d
+		WHERE d.recipient = $1 AND d.message_seq <= $2 AND (d.read_at = $3
+			OR (d.read_at IS NULL AND d.message_seq <= (SELECT k.through_seq FROM read_mark k WHERE k.recipient = $1 AND k.at = $3)))`,
+		pgx.QueryExecModeExec, k.recipient, k.through, k.at, n).Scan(&got)
+	return got, err
+}
