@@ -197,6 +197,36 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
+// BenchmarkDrainFold is the deferred half of a drain by a mark: the fold
+// of a 100,000-delivery mark into the rows, stepped to the end as the
+// store's folder does (chunks of defaultFoldChunk deliveries, each its own
+// transaction).
+func BenchmarkDrainFold(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		b.StopTimer()
+		e := newBenchEnvWith(b, postgres.Options{Hooks: &postgres.Hooks{HoldFold: true}})
+		e.seed(b, n)
+		if rc, err := e.s.MarkAllRead(e.bob, "", false); err != nil || rc.DurableCount != n || postgres.MarkDrains(e.s) != 1 {
+			b.Fatalf("%+v %v", rc, err)
+		}
+		ctx := context.Background()
+		cpu := pgtest.ServerCPU()
+		steps := 0
+		b.StartTimer()
+		for more := true; more; steps++ {
+			var err error
+			if more, err = postgres.FoldStep(ctx, e.s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		pgtest.ReportServerCPU(b, cpu, 1)
+		b.ReportMetric(float64(steps), "steps/op")
+		b.StartTimer()
+	}
+}
+
 // roundTrips counts what a pool's connections send to the server: each
 // query outside a batch (BEGIN and COMMIT included) and each batch is one
 // round trip; a query inside a batch is not. Statement preparation on a

@@ -342,8 +342,9 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	rc.MatchedCount, rc.ReadCount = marked.total, marked.total
 	if byMark != nil {
 		s.markDrains.Add(1)
-		s.wakeFolder()
-		if rc.DurableCount, err = s.markedCount(ctx, *byMark, marked.total); err != nil {
+		rc.DurableCount, err = s.markedCount(ctx, *byMark, marked.total)
+		s.wakeFolder() // after the read-back, which a fold would slow
+		if err != nil {
 			return mailroom.DrainReceipt{}, err
 		}
 	} else if marked.total > 0 {
