@@ -380,13 +380,13 @@ func TestDrainByMarkLeavesMailSentDuringItUnread(t *testing.T) {
 func TestDrainByMarkHoldsWritesToTheMailbox(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		write func(s *postgres.Store, bob context.Context, id string) error
+		write func(bob context.Context, s *postgres.Store, id string) error
 		read  bool // the message is read afterwards
 	}{
-		{"archive", func(s *postgres.Store, bob context.Context, id string) error { _, err := s.Archive(bob, id); return err }, true},
-		{"mark_read", func(s *postgres.Store, bob context.Context, id string) error { return s.MarkRead(bob, []string{id})[0].Err }, true},
-		{"mark_unread", func(s *postgres.Store, bob context.Context, id string) error { _, err := s.MarkUnread(bob, id); return err }, false},
-		{"delete", func(s *postgres.Store, bob context.Context, id string) error { _, err := s.Delete(bob, id); return err }, false},
+		{"archive", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.Archive(bob, id); return err }, true},
+		{"mark_read", func(bob context.Context, s *postgres.Store, id string) error { return s.MarkRead(bob, []string{id})[0].Err }, true},
+		{"mark_unread", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.MarkUnread(bob, id); return err }, false},
+		{"delete", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.Delete(bob, id); return err }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -405,7 +405,7 @@ func TestDrainByMarkHoldsWritesToTheMailbox(t *testing.T) {
 			var werr error
 			during = func() {
 				wg.Add(1)
-				go func() { defer wg.Done(); werr = tc.write(s, bob, ids[2]) }()
+				go func() { defer wg.Done(); werr = tc.write(bob, s, ids[2]) }()
 				// Commit once the write waits for a lock.
 				deadline := time.Now().Add(20 * time.Second)
 				for {
