@@ -383,9 +383,17 @@ func TestDrainByMarkHoldsWritesToTheMailbox(t *testing.T) {
 		write func(bob context.Context, s *postgres.Store, id string) error
 		read  bool // the message is read afterwards
 	}{
-		{"archive", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.Archive(bob, id); return err }, true},
-		{"mark_read", func(bob context.Context, s *postgres.Store, id string) error { return s.MarkRead(bob, []string{id})[0].Err }, true},
-		{"mark_unread", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.MarkUnread(bob, id); return err }, false},
+		{"archive", func(bob context.Context, s *postgres.Store, id string) error {
+			_, err := s.Archive(bob, id)
+			return err
+		}, true},
+		{"mark_read", func(bob context.Context, s *postgres.Store, id string) error {
+			return s.MarkRead(bob, []string{id})[0].Err
+		}, true},
+		{"mark_unread", func(bob context.Context, s *postgres.Store, id string) error {
+			_, err := s.MarkUnread(bob, id)
+			return err
+		}, false},
 		{"delete", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.Delete(bob, id); return err }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
