@@ -63,6 +63,7 @@ type Options struct {
 type Hooks struct {
 	// AfterSnapshot runs in MarkAllRead after the statement that takes the
 	// snapshot and marks it, before the commit (inside the transaction).
+	// A drain with it set marks rows, never by a read mark.
 	AfterSnapshot func()
 	// FailMark, when it returns an error for a message id, makes that id's
 	// write in MarkRead fail as a storage failure would. (A drain has no
