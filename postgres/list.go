@@ -387,7 +387,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT u.seq, u.rcpt, (SELECT count(*) FROM message_concept x
 					WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
 				FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
-				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq ORDER BY b.shared DESC, b.seq DESC`
+				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq` + markJoin + ` ORDER BY b.shared DESC, b.seq DESC`
 		} else {
 			end := param(f.Offset + f.Limit + 1)
 			branches := make([]string, len(pageParts))
@@ -396,7 +396,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				branches[i] = `(` + p + ` ORDER BY seq DESC LIMIT ` + end + `)`
 			}
 			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
-			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
+			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq` + markJoin + `
 			ORDER BY b.seq DESC`
 		}
 		rows, err := tx.Query(ctx, q, exec(args)...)

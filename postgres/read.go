@@ -83,7 +83,7 @@ func (s *Store) GetOf(ctx context.Context, owner string, ownerKind mailroom.Kind
 		var parent *string
 		m = mailroom.Message{}
 		m.Row, err = scanRow(tx.QueryRow(ctx, `SELECT `+rowColumns+`, m.body, (SELECT p.id FROM message p WHERE p.seq = m.in_reply_to), m.origin_session_id
-			FROM message m LEFT JOIN delivery d ON d.recipient = $2 AND d.message_seq = m.seq WHERE m.seq = $1`, t.seq, t.recipient),
+			FROM message m LEFT JOIN delivery d ON d.recipient = $2 AND d.message_seq = m.seq`+markJoin+` WHERE m.seq = $1`, t.seq, t.recipient),
 			&m.Body, &parent, &m.OriginSessionID)
 		if err != nil {
 			return err
@@ -271,7 +271,12 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		// drain, and no purge (mark.go); then no mark under it: a drain
 		// that marks rows would count covered rows as unread ones, and a
 		// caller has one mark.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+storeLockKey+`), pg_advisory_xact_lock(`+mailboxLockKey+`)`, me.ID); err != nil {
+		// With it, a hint: the caller's unread count (from before the
+		// lock), so that a drain with nothing personal to read skips the
+		// mark's statement (it would find nothing; the rows' says so too).
+		var unread int64
+		if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock_shared(`+storeLockKey+`), pg_advisory_xact_lock(`+mailboxLockKey+`),
+			(SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = $1 AND unread AND NOT archived)`, me.ID).Scan(nil, nil, &unread); err != nil {
 			return err
 		}
 		if err := foldNow(ctx, tx, me.ID, 0); err != nil {
@@ -279,7 +284,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		}
 		// By a mark when the role rows stay as they are (their read state
 		// is the role's) and no test hook wants the row path.
-		if (!includeRoles || len(roles.ids) == 0) && s.hooks.AfterSnapshot == nil {
+		if unread > 0 && (!includeRoles || len(roles.ids) == 0) && s.hooks.AfterSnapshot == nil {
 			upTo := limit
 			if upTo < 0 {
 				upTo = math.MaxInt64
