@@ -13,12 +13,17 @@ import (
 )
 
 // rowColumns reads a message row as the caller sees it, from message m and
-// the caller's delivery d (NULL when the caller only sent it).
-const rowColumns = `m.id, m.subject,
+// the caller's delivery d (NULL when the caller only sent it); $1 is the
+// mailbox owner (rowColumnsOf for another parameter).
+var rowColumns = rowColumnsOf("$1")
+
+func rowColumnsOf(owner string) string {
+	return `m.id, m.subject,
 	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
 	ARRAY(SELECT t.address FROM message_to t WHERE t.message_seq = m.seq ORDER BY t.position),
-	m.priority, m.created_at, ` + readAtD + `, d.archived_at, m.thread_id, m.retracted,
+	m.priority, m.created_at, ` + readAtOf(owner) + `, d.archived_at, m.thread_id, m.retracted,
 	CASE WHEN d.via = 'role' THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
+}
 
 type scanner interface{ Scan(...any) error }
 
@@ -387,7 +392,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT u.seq, u.rcpt, (SELECT count(*) FROM message_concept x
 					WHERE x.message_seq = u.seq AND x.concept_id IN (SELECT concept_id FROM message_concept WHERE message_seq = ` + related + `)) AS shared
 				FROM (` + strings.Join(parts, " UNION ALL ") + `) u ORDER BY shared DESC, u.seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
-				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq` + markJoin + ` ORDER BY b.shared DESC, b.seq DESC`
+				JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq ORDER BY b.shared DESC, b.seq DESC`
 		} else {
 			end := param(f.Offset + f.Limit + 1)
 			branches := make([]string, len(pageParts))
@@ -396,7 +401,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				branches[i] = `(` + p + ` ORDER BY seq DESC LIMIT ` + end + `)`
 			}
 			q = callerArgs + `SELECT ` + rowColumns + `, b.seq FROM (SELECT * FROM (` + strings.Join(branches, " UNION ALL ") + `) u ORDER BY seq DESC LIMIT ` + lim + ` OFFSET ` + off + `) b
-			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq` + markJoin + `
+			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq
 			ORDER BY b.seq DESC`
 		}
 		rows, err := tx.Query(ctx, q, exec(args)...)

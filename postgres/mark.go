@@ -41,14 +41,16 @@ import (
 // bounds the owner's index range on (recipient, message_seq).
 const markedThroughOwner = `(SELECT coalesce(max(k.through_seq), 0) FROM read_mark k WHERE k.recipient = $1)`
 
-// readAtD is delivery d's readAt as shown: its own, or its recipient's
-// mark's (rk, joined by markJoin) when the mark covers it; NULL when d is.
-const readAtD = `coalesce(d.read_at, CASE WHEN d.message_seq <= rk.through_seq THEN rk.at END)`
-
-// markJoin joins the mark rk of delivery d's recipient, for readAtD: one
-// join per query (a hash join on a table of a few rows, usually none)
-// rather than a probe per row.
-const markJoin = ` LEFT JOIN read_mark rk ON rk.recipient = d.recipient`
+// readAtOf is delivery d's readAt as shown, in a query whose personal
+// deliveries are those of the mailbox owner named by the parameter owner:
+// its own, or the owner's mark's when the mark covers it (NULL when d is).
+// Only identities have marks, so a role delivery is never covered. The
+// owner's mark is a constant of the statement (two InitPlans, run once),
+// not a probe or a join per row.
+func readAtOf(owner string) string {
+	return `coalesce(d.read_at, CASE WHEN d.recipient = ` + owner + ` AND d.message_seq <= (SELECT k.through_seq FROM read_mark k WHERE k.recipient = ` + owner + `)
+		THEN (SELECT k.at FROM read_mark k WHERE k.recipient = ` + owner + `) END)`
+}
 
 // coveredD is "delivery d is read by its recipient's mark".
 const coveredD = `(d.read_at IS NULL AND d.message_seq <= coalesce((SELECT k.through_seq FROM read_mark k WHERE k.recipient = d.recipient), 0))`

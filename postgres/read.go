@@ -82,8 +82,8 @@ func (s *Store) GetOf(ctx context.Context, owner string, ownerKind mailroom.Kind
 		}
 		var parent *string
 		m = mailroom.Message{}
-		m.Row, err = scanRow(tx.QueryRow(ctx, `SELECT `+rowColumns+`, m.body, (SELECT p.id FROM message p WHERE p.seq = m.in_reply_to), m.origin_session_id
-			FROM message m LEFT JOIN delivery d ON d.recipient = $2 AND d.message_seq = m.seq`+markJoin+` WHERE m.seq = $1`, t.seq, t.recipient),
+		m.Row, err = scanRow(tx.QueryRow(ctx, `SELECT `+rowColumnsOf("$2")+`, m.body, (SELECT p.id FROM message p WHERE p.seq = m.in_reply_to), m.origin_session_id
+			FROM message m LEFT JOIN delivery d ON d.recipient = $2 AND d.message_seq = m.seq WHERE m.seq = $1`, t.seq, t.recipient),
 			&m.Body, &parent, &m.OriginSessionID)
 		if err != nil {
 			return err

@@ -98,7 +98,7 @@ func (s *Store) NewMail(ctx context.Context, since string, includeRoles bool, li
 			b[i] = `(` + b[i] + ` ORDER BY seq LIMIT $5)`
 		}
 		q := callerArgs + `SELECT ` + rowColumns + ` FROM (SELECT * FROM (` + strings.Join(b, " UNION ALL ") + `) u ORDER BY seq LIMIT $5) b
-			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq` + markJoin + ` ORDER BY b.seq`
+			JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.recipient = b.rcpt AND d.message_seq = b.seq ORDER BY b.seq`
 		rows, err := tx.Query(ctx, q, exec([]any{me.ID, roles.ids, roles.own, after, limit})...)
 		if err != nil {
 			return err
