@@ -56,7 +56,8 @@ func TestDrainEdgesWithTheMarkHeld(t *testing.T) {
 	storetest.RunDrainEdges(t, func(t *testing.T) mailroom.Store {
 		s := heldFold(t, storetest.NewClock().Now, postgres.Hooks{})
 		t.Cleanup(func() {
-			if postgres.MarkDrains(s) == 0 {
+			// Role drains mark role rows: PostgreSQL has no role mark.
+			if postgres.MarkDrains(s) == 0 && !strings.Contains(t.Name(), "/RoleDrain") {
 				t.Error("no drain of this case was by a mark")
 			}
 			checkNoMismatch(t, s, "at the end")
