@@ -29,6 +29,10 @@ func RunDrainEdges(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("RoleDrainThenMarkUnread", func(t *testing.T) { testRoleDrainThenMarkUnread(t, open(t)) })
 	t.Run("RoleDrainThenPurge", func(t *testing.T) { testRoleDrainThenPurge(t, open(t)) })
 	t.Run("RoleDrainLeavesArchivedAndNewer", func(t *testing.T) { testRoleDrainLeavesArchivedAndNewer(t, open(t)) })
+	t.Run("RoleDrainThenViews", func(t *testing.T) { testRoleDrainThenViews(t, open(t)) })
+	t.Run("RoleDrainThenArchivedUnread", func(t *testing.T) { testRoleDrainThenArchivedUnread(t, open(t)) })
+	t.Run("RoleDrainTwoRolesEitherOrder", func(t *testing.T) { testRoleDrainTwoRolesEitherOrder(t, open(t)) })
+	t.Run("RoleDrainOwnHandoffs", func(t *testing.T) { testRoleDrainOwnHandoffs(t, open(t)) })
 }
 
 // CountsMatchListings is the random mix of RunLifecycle's
