@@ -448,6 +448,32 @@ func seen(t *testing.T, w *twin, who string, gets bool) string {
 		}
 		in.Cursor = p.NextCursor
 	}
+	// Pages by offset read their rows by another statement than the
+	// first page and cursor pages do.
+	for off := 7; ; off += 7 {
+		f, err := mailroom.ListInput{IncludeArchived: true, Limit: ptr(7), Offset: ptr(off)}.Filter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := w.s.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Messages {
+			read := "unread"
+			if r.ReadAt != nil {
+				read = fmt.Sprintf("read(with %d)", group[r.ReadAt.String()])
+			}
+			by := ""
+			if r.ReadBy != nil {
+				by = *r.ReadBy
+			}
+			fmt.Fprintf(&b, "offset: %d %s by %q\n", w.index[r.MessageID], read, by)
+		}
+		if len(p.Messages) < 7 {
+			break
+		}
+	}
 	uf, _ := mailroom.ListInput{UnreadOnly: true, IncludeArchived: true, Limit: ptr(100)}.Filter()
 	u, err := w.s.List(ctx, uf)
 	if err != nil {
