@@ -18,7 +18,6 @@ import (
 	"path"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,11 +231,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("migrations table: %w", err)
 	}
-	versions := make([]int, len(names))
-	for i, name := range names {
-		if versions[i], err = strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0]); err != nil {
-			return fmt.Errorf("migration %s: bad name", name)
-		}
+	versions, err := mailroom.MigrationVersions(names)
+	if err != nil {
+		return err
 	}
 	var stored int
 	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migration`).Scan(&stored); err != nil {

@@ -16,8 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -475,11 +473,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
-	versions := make([]int, len(names))
-	for i, name := range names {
-		if versions[i], err = strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0]); err != nil {
-			return fmt.Errorf("migration %s: bad name", name)
-		}
+	versions, err := mailroom.MigrationVersions(names)
+	if err != nil {
+		return err
 	}
 	err = s.write(ctx, func(tx *ptx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
