@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/mailroom/mailroom"
 )
 
 // A read-through mark (migration 0012, the design of sqlite/mark.go) says
@@ -202,34 +203,9 @@ const foldPoll = 2 * time.Second
 // again, until stopped (Close).
 func (s *Store) fold(ctx context.Context) {
 	defer close(s.foldDone)
-	poll := time.NewTicker(foldPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.foldWake:
-		case <-poll.C:
-		}
-		for {
-			more, err := s.foldStep(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				s.log.Warn("read mark fold; retrying", "err", err)
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(time.Second):
-				}
-				continue
-			}
-			if !more {
-				break
-			}
-		}
-	}
+	mailroom.RunFolder(ctx, s.foldWake, foldPoll, time.Second, s.foldStep, func(err error) {
+		s.log.Warn("read mark fold; retrying", "err", err)
+	})
 }
 
 // startFolder runs the folder for the store's lifetime, unless a test holds it.

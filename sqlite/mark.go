@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"strings"
 	"time"
+
+	"github.com/mailroom/mailroom"
 )
 
 // A read-through mark (migration 0012) says that a recipient's personal
@@ -205,34 +207,9 @@ func (s *Store) fold(ctx context.Context) {
 	if s.hooks.FoldPoll > 0 {
 		every = s.hooks.FoldPoll
 	}
-	poll := time.NewTicker(every)
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.foldWake:
-		case <-poll.C:
-		}
-		for {
-			more, err := s.foldStep(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				s.log.Warn("read mark fold; retrying", "err", err)
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(time.Second):
-				}
-				continue
-			}
-			if !more {
-				break
-			}
-		}
-	}
+	mailroom.RunFolder(ctx, s.foldWake, every, time.Second, s.foldStep, func(err error) {
+		s.log.Warn("read mark fold; retrying", "err", err)
+	})
 }
 
 // lowerMarks keeps marks below every seq a new message can get after a
