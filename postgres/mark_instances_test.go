@@ -224,7 +224,7 @@ func TestTwoInstancesWritesDuringDrainsAndFolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNoMismatch(t, a, "after the writes")
-	view(t, a, bobA) // get and the listing agree on every readAt
+	storetest.View(t, a, bobA) // get and the listing agree on every readAt
 	st, err := b.Status(bobB)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestMarkOutlivesItsStoreAndTheNextFolderFinishesIt(t *testing.T) {
 	if more, err := postgres.FoldStep(context.Background(), s1); err != nil || !more {
 		t.Fatalf("fold step: %v %v", more, err)
 	}
-	before := view(t, s1, bob)
+	before := storetest.View(t, s1, bob)
 	if err := s1.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestMarkOutlivesItsStoreAndTheNextFolderFinishesIt(t *testing.T) {
 	bob2 := agent(t, s2, "bob")
 	waitFolded(t, s2)
 	checkNoMismatch(t, s2, "after the next instance's fold")
-	if after := view(t, s2, bob2); after != before {
+	if after := storetest.View(t, s2, bob2); after != before {
 		t.Fatalf("what bob sees changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
 	if by, _ := readAts(t, s2, bob2); by[rc.SnapshotAt.UTC()] != 30 {

@@ -66,268 +66,6 @@ func TestCountsMatchListingsWithTheMarkHeld(t *testing.T) {
 	}
 }
 
-// view is everything bob can see of read state: each message's readAt and
-// archivedAt in a full listing, and his counts.
-func view(t *testing.T, s *sqlite.Store, bob context.Context) string {
-	t.Helper()
-	f, err := mailroom.ListInput{IncludeArchived: true, Limit: ptr(200)}.Filter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.List(bob, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, r := range p.Messages {
-		m, err := s.Get(bob, r.MessageID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(m.ReadAt) != fmt.Sprint(r.ReadAt) {
-			t.Fatalf("%s: get says readAt %v, the listing %v", r.MessageID, m.ReadAt, r.ReadAt)
-		}
-		fmt.Fprintf(&b, "%s read %v archived %v\n", r.MessageID, r.ReadAt, r.ArchivedAt)
-	}
-	st, err := s.Status(bob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is, err := s.InboxState(bob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uf, _ := mailroom.ListInput{UnreadOnly: true, IncludeArchived: true, Limit: ptr(200)}.Filter()
-	u, err := s.List(bob, uf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(&b, "unread %+v archived %d oldest %v state %d %s listed %d %v", st.Unread, st.Archived, st.OldestUnreadAt, is.UnreadCount, is.Fingerprint, u.TotalCount, len(u.Messages))
-	return b.String()
-}
-
-// A fold changes nothing anyone sees: here every operation runs between
-// the fold's chunks (4 deliveries each, stepped by the test), and after
-// each step what bob sees is what it was before the step, and counts
-// match a recount.
-func TestFoldInterleavedWithEveryOperation(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := heldFold(t, storetest.NewClock().Now)
-	sqlite.SetFoldChunk(s, 4)
-	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
-	var ids []string
-	send := func() string {
-		r, err := s.Send(alice, benchstore.Draft())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.MessageID)
-		return r.MessageID
-	}
-	for range 30 {
-		send()
-	}
-	early := ids[3]
-	if res := s.MarkRead(bob, []string{early}); res[0].Err != nil {
-		t.Fatal(res[0].Err)
-	}
-	drain := func(want int) {
-		t.Helper()
-		rc, err := s.MarkAllRead(bob, "", false)
-		if err != nil || rc.ReadCount != want || rc.DurableCount != want {
-			t.Fatalf("drain: %+v %v, want %d", rc, err, want)
-		}
-	}
-	drain(29)
-	if m, _ := sqlite.ReadMarks(ctx, s); len(m) != 1 {
-		t.Fatalf("marks %v, want bob's", m)
-	}
-	// Each operation, then a fold step; the view after the step is the
-	// view before it.
-	ops := []struct {
-		name string
-		do   func() error
-	}{
-		{"archive a covered message", func() error { _, err := s.Archive(bob, ids[10]); return err }},
-		{"send", func() error { send(); return nil }},
-		{"mark_read a covered message", func() error { return s.MarkRead(bob, []string{ids[20]})[0].Err }},
-		{"unarchive", func() error { _, err := s.Unarchive(bob, ids[10]); return err }},
-		{"delete a covered message", func() error { _, err := s.Delete(bob, ids[25]); return err }},
-		{"retract", func() error { _, err := s.Retract(alice, ids[26]); return err }},
-		{"archive an unfolded one", func() error { _, err := s.Archive(bob, ids[28]); return err }},
-		{"mark_read the new one", func() error { return s.MarkRead(bob, []string{ids[30]})[0].Err }},
-	}
-	steps := 0
-	for i := 0; ; i++ {
-		if i < len(ops) {
-			if err := ops[i].do(); err != nil {
-				t.Fatalf("%s: %v", ops[i].name, err)
-			}
-		}
-		before := view(t, s, bob)
-		more, err := sqlite.FoldStep(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps++
-		if after := view(t, s, bob); after != before {
-			t.Fatalf("fold step %d (after %d ops) changed what bob sees:\nbefore\n%s\nafter\n%s", steps, min(i+1, len(ops)), before, after)
-		}
-		checkNoMismatch(t, s, fmt.Sprintf("after fold step %d", steps))
-		if !more {
-			break
-		}
-	}
-	if steps < 8 {
-		t.Fatalf("the fold took %d steps of 4 deliveries, want about 8", steps)
-	}
-	if m, _ := sqlite.ReadMarks(ctx, s); len(m) != 0 {
-		t.Fatalf("marks left after the fold: %v", m)
-	}
-	// A drain and a partial fold, then operations that must fold first.
-	for _, tc := range []struct {
-		name string
-		do   func() error
-	}{
-		{"mark_unread of a covered message", func() error { _, err := s.MarkUnread(bob, ids[5]); return err }},
-		{"mark_unread of one read before the drain", func() error { _, err := s.MarkUnread(bob, early); return err }},
-		{"a second drain", func() error { send(); drain(1); return nil }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			send()
-			st, err := s.Status(bob)
-			if err != nil {
-				t.Fatal(err)
-			}
-			drain(st.Unread.Total)
-			if n := sqlite.MarkDrains(s); n == 0 {
-				t.Fatal("no drain by a mark")
-			}
-			if _, err := sqlite.FoldStep(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-			marks, _ := sqlite.ReadMarks(ctx, s)
-			if err := tc.do(); err != nil {
-				t.Fatal(err)
-			}
-			checkNoMismatch(t, s, "after "+tc.name)
-			// The mark is folded (a second drain writes its own).
-			if now, _ := sqlite.ReadMarks(ctx, s); len(now) > 0 && fmt.Sprint(now) == fmt.Sprint(marks) {
-				t.Fatalf("the mark %v is left after a write that must fold it", now)
-			}
-			if tc.name != "a second drain" {
-				storeAgreesWithRows(t, s, bob)
-			}
-		})
-	}
-	// Purge everything under a partly folded mark: a new message reusing a
-	// purged seq must arrive unread.
-	send()
-	drain(1)
-	if _, err := sqlite.FoldStep(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Purge(ctx, mailroom.PurgeRequest{Before: time.Now().Add(24 * time.Hour), IncludeUnread: true}); err != nil {
-		t.Fatal(err)
-	}
-	fresh := send()
-	if m, err := s.Get(bob, fresh); err != nil || m.ReadAt != nil {
-		t.Fatalf("mail after a purge under a mark: readAt %v %v", m.ReadAt, err)
-	}
-	if st, _ := s.Status(bob); st.Unread.Total != 1 {
-		t.Fatalf("unread after purge %+v", st.Unread)
-	}
-	checkNoMismatch(t, s, "after the purge")
-}
-
-// A drain through a watermark with newer mail is a mark through the
-// watermark: the newer mail, archived or not, stays unread and counted so
-// while the fold writes the mark into the rows below it, chunk by chunk
-// (3 deliveries each), and after it.
-func TestDrainThroughAWatermarkIsAPartialMark(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := heldFold(t, storetest.NewClock().Now)
-	sqlite.SetFoldChunk(s, 3)
-	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
-	send := func() string {
-		r, err := s.Send(alice, benchstore.Draft())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.MessageID
-	}
-	for range 12 {
-		send()
-	}
-	f, _ := mailroom.ListInput{Limit: ptr(5)}.Filter()
-	p, err := s.List(bob, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var newer []string
-	for range 4 {
-		newer = append(newer, send())
-	}
-	if _, err := s.Archive(bob, newer[1]); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := s.MarkAllRead(bob, *p.Watermark, false)
-	if err != nil || rc.ReadCount != 12 || rc.DurableCount != 12 || sqlite.MarkDrainsOverNewer(s) != 1 {
-		t.Fatalf("drain through the watermark: %+v %v (by a mark over newer mail: %d)", rc, err, sqlite.MarkDrainsOverNewer(s))
-	}
-	unread := func(when string) {
-		t.Helper()
-		uf, _ := mailroom.ListInput{UnreadOnly: true, IncludeArchived: true}.Filter()
-		u, err := s.List(bob, uf)
-		if err != nil || u.TotalCount != 4 || len(u.Messages) != 4 {
-			t.Fatalf("%s: unread %d %v", when, u.TotalCount, err)
-		}
-		for i, r := range u.Messages {
-			if r.MessageID != newer[3-i] || r.ReadAt != nil {
-				t.Fatalf("%s: unread row %d: %s read %v, want %s unread", when, i, r.MessageID, r.ReadAt, newer[3-i])
-			}
-		}
-	}
-	unread("under the mark")
-	steps := 0
-	for {
-		before := view(t, s, bob)
-		more, err := sqlite.FoldStep(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps++
-		if after := view(t, s, bob); after != before {
-			t.Fatalf("fold step %d changed what bob sees:\nbefore\n%s\nafter\n%s", steps, before, after)
-		}
-		checkNoMismatch(t, s, fmt.Sprintf("after fold step %d", steps))
-		if !more {
-			break
-		}
-	}
-	if steps != 5 { // 4 chunks, then a step that finds no mark
-		t.Fatalf("the fold of 12 took %d steps of 3, want 5", steps)
-	}
-	storeAgreesWithRows(t, s, bob)
-	unread("after the fold")
-}
-
-// storeAgreesWithRows checks that what bob is shown unread is what the
-// rows hold once no mark covers them: no mark may be left when a write
-// needed a fold.
-func storeAgreesWithRows(t *testing.T, s *sqlite.Store, bob context.Context) {
-	t.Helper()
-	marks, err := sqlite.ReadMarks(context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(marks) != 0 {
-		t.Fatalf("a mark is left after a write that must fold it: %v", marks)
-	}
-}
-
 // Migration 0012 on a store that had mail: the mark table and the
 // triggers that consult it are made, and a drain by a mark keeps counts.
 func TestReadMarkMigration(t *testing.T) {
@@ -420,4 +158,22 @@ func TestDrainByMarkRechecksInItsWrite(t *testing.T) {
 		}
 	}
 	checkNoMismatch(t, s, "after a drain that fell back in its write")
+}
+
+// The fold stepped by the test (storetest.RunFold): a fold changes nothing
+// anyone sees, whatever runs between its chunks.
+func TestFoldStepped(t *testing.T) {
+	t.Parallel()
+	storetest.RunFold(t, func(t *testing.T) storetest.HeldFold {
+		s := heldFold(t, storetest.NewClock().Now)
+		return storetest.HeldFold{
+			Store:               s,
+			Step:                func(ctx context.Context) (bool, error) { return sqlite.FoldStep(ctx, s) },
+			SetChunk:            func(n int) { sqlite.SetFoldChunk(s, n) },
+			Marks:               func(ctx context.Context) ([]string, error) { return sqlite.ReadMarks(ctx, s) },
+			MarkDrains:          func() int { return int(sqlite.MarkDrains(s)) },
+			MarkDrainsOverNewer: func() int { return int(sqlite.MarkDrainsOverNewer(s)) },
+			Check:               func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
+		}
+	})
 }

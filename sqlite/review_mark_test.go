@@ -11,6 +11,7 @@ import (
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/sqlite"
 	"github.com/mailroom/mailroom/sqlite/benchstore"
+	"github.com/mailroom/mailroom/storetest"
 )
 
 // marksGone waits (up to within) for s to hold no read mark; it reports
@@ -56,15 +57,15 @@ func TestReviewMarkLeftByAClosedStoreIsFoldedByAnOpenOne(t *testing.T) {
 	if err != nil || rc.ReadCount != 50 || sqlite.MarkDrains(cli) != 1 {
 		t.Fatalf("drain %+v %v (by mark %d)", rc, err, sqlite.MarkDrains(cli))
 	}
-	want := view(t, cli, bob)
-	if got := view(t, server, bob); got != want {
+	want := storetest.View(t, cli, bob)
+	if got := storetest.View(t, server, bob); got != want {
 		t.Fatalf("the other store's view of the mark:\n%s\nwant\n%s", got, want)
 	}
 	cli.Close()
 	if !marksGone(t, server, 10*time.Second) {
 		t.Error("the store still open on the file never folds the mark a closed store left")
 	}
-	if got := view(t, server, bob); got != want {
+	if got := storetest.View(t, server, bob); got != want {
 		t.Fatalf("after the close:\n%s\nwant\n%s", got, want)
 	}
 	checkNoMismatch(t, server, "at the end")
@@ -108,7 +109,7 @@ func TestReviewCloseMidFoldThenReopen(t *testing.T) {
 	if _, err := s.Archive(bob, ids[25]); err != nil {
 		t.Fatal(err)
 	}
-	want := view(t, s, bob)
+	want := storetest.View(t, s, bob)
 	marks, _ := sqlite.ReadMarks(ctx, s)
 	if len(marks) != 1 {
 		t.Fatalf("marks %v, want one partly folded", marks)
@@ -119,7 +120,7 @@ func TestReviewCloseMidFoldThenReopen(t *testing.T) {
 	if now, _ := sqlite.ReadMarks(ctx, held); fmt.Sprint(now) != fmt.Sprint(marks) {
 		t.Fatalf("reopened: marks %v, want %v", now, marks)
 	}
-	if got := view(t, held, bob); got != want {
+	if got := storetest.View(t, held, bob); got != want {
 		t.Fatalf("reopened, mark held:\n%s\nwant\n%s", got, want)
 	}
 	checkNoMismatch(t, held, "reopened, mark held")
@@ -129,7 +130,7 @@ func TestReviewCloseMidFoldThenReopen(t *testing.T) {
 	if !marksGone(t, s, 5*time.Second) {
 		t.Fatal("reopened: the mark is not folded")
 	}
-	if got := view(t, s, bob); got != want {
+	if got := storetest.View(t, s, bob); got != want {
 		t.Fatalf("reopened and folded:\n%s\nwant\n%s", got, want)
 	}
 	checkNoMismatch(t, s, "reopened and folded")
@@ -228,7 +229,7 @@ func TestReviewTwoStoresDrainFoldAndSendTogether(t *testing.T) {
 	if st.Unread.Total != 300+sends-read {
 		t.Errorf("unread %d, want %d (sent %d, the drains read %d)", st.Unread.Total, 300+sends-read, 300+sends, read)
 	}
-	if va, vb := view(t, a, bobA), view(t, b, bobB); va != vb {
+	if va, vb := storetest.View(t, a, bobA), storetest.View(t, b, bobB); va != vb {
 		t.Fatalf("the two stores differ:\n%s\n%s", va, vb)
 	}
 	checkNoMismatch(t, a, "at the end")
