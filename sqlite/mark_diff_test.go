@@ -31,6 +31,24 @@ func (w *twin) as(name string) context.Context {
 	return mailroom.WithCaller(context.Background(), w.ids[name])
 }
 
+// readArchivedUnread marks who's archived unread mail read, so that a
+// drain of the whole inbox can be a mark (none is left archived unread).
+func (w *twin) readArchivedUnread(t *testing.T, who string) {
+	t.Helper()
+	f, _ := mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true, Limit: ptr(200)}.Filter()
+	p, err := w.s.List(w.as(who), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range p.Messages {
+		ids = append(ids, r.MessageID)
+	}
+	if len(ids) > 0 {
+		w.s.MarkRead(w.as(who), ids)
+	}
+}
+
 // TestMarkDrainsAsRowsDo runs a seeded mix of every write of read state
 // on both stores and compares, after every step, each identity's whole
 // inbox (read or not, archived or not, who read a role message, and which
@@ -223,18 +241,7 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 			// marked store drains it by a mark.
 			op = fmt.Sprintf("%s drains all", who)
 			for i, w := range both {
-				f, _ := mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true, Limit: ptr(200)}.Filter()
-				p, err := w.s.List(w.as(who), f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ids []string
-				for _, r := range p.Messages {
-					ids = append(ids, r.MessageID)
-				}
-				if len(ids) > 0 {
-					w.s.MarkRead(w.as(who), ids)
-				}
+				w.readArchivedUnread(t, who)
 				rc, err := w.s.MarkAllRead(w.as(who), "", false)
 				if err != nil {
 					t.Fatal(err)
@@ -266,18 +273,7 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 			wms := make([]string, 2)
 			for i, w := range both {
 				if readArchived {
-					f, _ := mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true, Limit: ptr(200)}.Filter()
-					p, err := w.s.List(w.as(who), f)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var ids []string
-					for _, r := range p.Messages {
-						ids = append(ids, r.MessageID)
-					}
-					if len(ids) > 0 {
-						w.s.MarkRead(w.as(who), ids)
-					}
+					w.readArchivedUnread(t, who)
 				}
 				f, _ := mailroom.ListInput{Limit: ptr(1)}.Filter()
 				p, err := w.s.List(w.as(who), f)
@@ -339,18 +335,7 @@ func reviewDiff(t *testing.T, seed uint64, steps int) {
 			readArchived := rng.IntN(4) > 0
 			for i, w := range both {
 				if readArchived {
-					f, _ := mailroom.ListInput{ArchivedOnly: true, UnreadOnly: true, Limit: ptr(200)}.Filter()
-					p, err := w.s.List(w.as(who), f)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var ids []string
-					for _, r := range p.Messages {
-						ids = append(ids, r.MessageID)
-					}
-					if len(ids) > 0 {
-						w.s.MarkRead(w.as(who), ids)
-					}
+					w.readArchivedUnread(t, who)
 				}
 				rc, err := w.s.MarkAllRead(w.as(who), "", true)
 				out[i] = fmt.Sprintf("%v %s matched %d read %d durable %d withheld %d", mailroom.ErrorCode(err), rc.Status, rc.MatchedCount, rc.ReadCount, rc.DurableCount, rc.WithheldRoleCount)
