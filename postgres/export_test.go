@@ -78,3 +78,12 @@ func ReadMarks(ctx context.Context, s *Store) ([]string, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
+
+// PurgeWaited reports whether some transaction waits for the store's
+// mark lock (which a purge holds) in this store's schema.
+func PurgeWaited(ctx context.Context, s *Store) (bool, error) {
+	var waiting bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND ((classid::bigint << 32) | objid::bigint) = `+storeLockKey+`)`).Scan(&waiting)
+	return waiting, err
+}

@@ -39,15 +39,20 @@ func (s *Store) recipientWrite(ctx context.Context, messageID string, unread boo
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
+		// The store's mark lock shared (a purge takes it exclusive), then
+		// the mailbox's (lockMailbox), before the id is resolved: a write
+		// that makes a message unread again lands before a purge decides
+		// what to remove, or after it removed the message and then finds
+		// none, never between (an unread message is never purged).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(`+storeLockKey+`), pg_advisory_xact_lock_shared(`+mailboxLockKey+`)`, me.ID); err != nil {
+			return err
+		}
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
 		}
 		t, err := resolveRecipient(ctx, tx, me, roles, messageID)
 		if err != nil {
-			return err
-		}
-		if err := lockMailbox(ctx, tx, me.ID); err != nil {
 			return err
 		}
 		if unread && t.recipient == me.ID {
@@ -373,6 +378,9 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 				return err
 			}
 			n = len(seqs)
+			if s.hooks.PurgeDecided != nil {
+				s.hooks.PurgeDecided()
+			}
 			rows, err = tx.Query(ctx, `SELECT DISTINCT thread_id FROM message WHERE seq = ANY($1)`, seqs)
 			if err != nil {
 				return err

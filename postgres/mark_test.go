@@ -265,3 +265,18 @@ func TestFoldStepped(t *testing.T) {
 		}
 	})
 }
+
+// A write that makes a message unread, racing a purge stopped between its
+// decision and its deletes (storetest.RunPurgeRace), with marks held.
+func TestPurgeRace(t *testing.T) {
+	storetest.RunPurgeRace(t, func(t *testing.T, decided func()) storetest.PausedPurge {
+		s := heldFold(t, storetest.NewClock().Now, postgres.Hooks{PurgeDecided: decided})
+		return storetest.PausedPurge{Store: s, Waiting: func() bool {
+			w, err := postgres.PurgeWaited(context.Background(), s)
+			if err != nil {
+				t.Error(err)
+			}
+			return w
+		}}
+	})
+}

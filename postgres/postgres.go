@@ -74,6 +74,9 @@ type Hooks struct {
 	// HoldFold keeps the store's folder of read marks from running, so a
 	// test folds them chunk by chunk itself (FoldStep in export_test.go).
 	HoldFold bool
+	// PurgeDecided runs inside each purge batch's transaction once it has
+	// chosen the batch, before it deletes it.
+	PurgeDecided func()
 }
 
 // Store is a mailroom.Store on PostgreSQL.

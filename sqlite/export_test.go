@@ -187,3 +187,7 @@ func CopyFile(tb testing.TB, from, to string) { copyFile(tb, from, to) }
 
 // PoolStats is the store's reading pool's database/sql statistics.
 func PoolStats(s *Store) sql.DBStats { return s.db.Stats() }
+
+// WritersWaiting reports whether a write of this process waits for the
+// write lock.
+func WritersWaiting(s *Store) bool { return s.fgWaiting.Load() > 0 }

@@ -352,6 +352,9 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 				return err
 			}
 			n = len(seqs)
+			if s.hooks.PurgeDecided != nil {
+				s.hooks.PurgeDecided()
+			}
 			batch := "[" + strings.Join(seqs, ",") + "]"
 			in := ` IN (SELECT value FROM json_each(?1))`
 			// The mailboxes that lose a delivery change.

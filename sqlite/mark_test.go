@@ -177,3 +177,15 @@ func TestFoldStepped(t *testing.T) {
 		}
 	})
 }
+
+// A write that makes a message unread, racing a purge stopped between its
+// decision and its deletes (storetest.RunPurgeRace), with marks held.
+func TestPurgeRace(t *testing.T) {
+	t.Parallel()
+	storetest.RunPurgeRace(t, func(t *testing.T, decided func()) storetest.PausedPurge {
+		path := filepath.Join(t.TempDir(), "m.db")
+		benchstore.Empty(t, path)
+		s := open(t, path, sqlite.Options{Now: storetest.NewClock().Now, NoSync: true, Hooks: &sqlite.Hooks{HoldFold: true, PurgeDecided: decided}})
+		return storetest.PausedPurge{Store: s, Waiting: func() bool { return sqlite.WritersWaiting(s) }}
+	})
+}

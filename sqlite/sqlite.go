@@ -88,6 +88,9 @@ type Hooks struct {
 	// FoldPoll, when set, replaces foldPoll: how often the folder looks
 	// for marks other processes left.
 	FoldPoll time.Duration
+	// PurgeDecided runs inside each purge batch's write transaction once
+	// it has chosen the batch, before it deletes it.
+	PurgeDecided func()
 }
 
 // Store is a mailroom.Store on SQLite.
