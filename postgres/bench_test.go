@@ -227,6 +227,34 @@ func BenchmarkDrainFold(b *testing.B) {
 	}
 }
 
+// BenchmarkSecondDrain is a small drain right after a drain by a mark:
+// 100,000 unread for bob, a drain by a mark (the folder held, so none of
+// it is folded), one new message, and a second drain, whose server CPU it
+// reports: it used to fold the first mark's 100,000 rows in its request.
+func BenchmarkSecondDrain(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		b.StopTimer()
+		e := newBenchEnvWith(b, postgres.Options{Hooks: &postgres.Hooks{HoldFold: true}})
+		e.seed(b, n)
+		if rc, err := e.s.MarkAllRead(e.bob, "", false); err != nil || rc.DurableCount != n || postgres.MarkDrains(e.s) != 1 {
+			b.Fatalf("%+v %v", rc, err)
+		}
+		if _, err := e.s.Send(e.alice, benchDraft(b, "@bob")); err != nil {
+			b.Fatal(err)
+		}
+		cpu := pgtest.ServerCPU()
+		b.StartTimer()
+		rc, err := e.s.MarkAllRead(e.bob, "", false)
+		b.StopTimer()
+		if err != nil || rc.ReadCount != 1 || rc.DurableCount != 1 {
+			b.Fatalf("%+v %v", rc, err)
+		}
+		pgtest.ReportServerCPU(b, cpu, 1)
+		b.StartTimer()
+	}
+}
+
 // roundTrips counts what a pool's connections send to the server: each
 // query outside a batch (BEGIN and COMMIT included) and each batch is one
 // round trip; a query inside a batch is not. Statement preparation on a

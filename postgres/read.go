@@ -268,9 +268,8 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		}
 		rc.SnapshotAt = s.now()
 		// No other write to the caller's personal read state beside the
-		// drain, and no purge (mark.go); then no mark under it: a drain
-		// that marks rows would count covered rows as unread ones, and a
-		// caller has one mark.
+		// drain, and no purge (mark.go); then at most one mark under it
+		// (a caller has one), which the drain folds or marks above.
 		// With it, a hint: the caller's unread count (from before the
 		// lock), so that a drain with nothing personal to read skips the
 		// mark's statement (it would find nothing; the rows' says so too).
@@ -279,12 +278,23 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			(SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = $1 AND unread AND NOT archived)`, me.ID).Scan(nil, nil, &unread); err != nil {
 			return err
 		}
-		if err := foldNow(ctx, tx, me.ID, 0); err != nil {
+		// A mark with more than a chunk left to fold stays for the
+		// folder: the drain then marks its own mail, above the mark, by
+		// rows (drainSQL leaves out what the mark covers), and pays for
+		// what it reads, not for the earlier drain's fold.
+		var left bool
+		if err := tx.QueryRow(ctx, `SELECT count(*) > $2 FROM (SELECT 1 FROM read_mark k JOIN delivery d ON d.recipient = k.recipient
+			AND d.message_seq > k.folded AND d.message_seq <= k.through_seq WHERE k.recipient = $1 LIMIT $2 + 1) c`, me.ID, s.foldChunk).Scan(&left); err != nil {
 			return err
+		}
+		if !left {
+			if err := foldNow(ctx, tx, me.ID, 0); err != nil {
+				return err
+			}
 		}
 		// By a mark when the role rows stay as they are (their read state
 		// is the role's) and no test hook wants the row path.
-		if unread > 0 && (!includeRoles || len(roles.ids) == 0) && s.hooks.AfterSnapshot == nil {
+		if !left && unread > 0 && (!includeRoles || len(roles.ids) == 0) && s.hooks.AfterSnapshot == nil {
 			upTo := limit
 			if upTo < 0 {
 				upTo = math.MaxInt64
@@ -393,7 +403,7 @@ type drained struct {
 // sets mailroom.writer_counts.
 var drainSQL = callerArgs + `,
 	p AS (UPDATE delivery d SET read_at = $5, read_by = $1
-		WHERE d.recipient = $1` + drainUnread + `
+		WHERE d.recipient = $1` + personalUnread(drainUnread) + `
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
 	r AS (UPDATE delivery d SET read_at = $5, read_by = $1
 		FROM (` + inboxBranches(drainUnread, "")[1] + `) w

@@ -88,6 +88,19 @@ func foldNow(ctx context.Context, tx *ptx, recipient int64) error {
 	return k.foldRange(ctx, tx, k.through)
 }
 
+// markLeft reports whether recipient has a mark with more than chunk
+// deliveries left to fold (a bounded count).
+func markLeft(ctx context.Context, tx *ptx, recipient int64, chunk int) (bool, error) {
+	k, ok, err := markOf(ctx, tx, recipient)
+	if err != nil || !ok {
+		return false, err
+	}
+	var n int
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM delivery WHERE recipient_id = ?1 AND message_seq > ?2 AND message_seq <= ?3 LIMIT ?4)`,
+		recipient, k.folded, k.through, chunk+1).Scan(&n)
+	return n > chunk, err
+}
+
 // foldAll folds every mark inside tx (before a migration).
 func foldAll(ctx context.Context, tx *ptx) error {
 	var exists int
@@ -194,7 +207,8 @@ func (s *Store) wakeFolder() {
 // process woke it for: another process's, left when it closed mid-fold
 // (a CLI drain, an ended stdio session). Looking is one read of an
 // empty table; a mark left unfolded would make its recipient's next
-// drain or mark_unread fold all of it in the request.
+// mark_unread under it fold all of it in the request (a drain folds at
+// most a chunk of it: MarkAllRead).
 const foldPoll = 2 * time.Second
 
 // fold is the store's folder: woken (by a drain that wrote a mark, at

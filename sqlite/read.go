@@ -419,18 +419,34 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		tx.touch([]int64{me.ID}, rolesTouched)
 		rc.Failures = rc.Failures[:0]
 		mark, marks = readMark{}, nil
-		// One mark per recipient: a second drain folds the first one.
-		if err := foldNow(ctx, tx, me.ID); err != nil {
-			return err
+		// One mark per recipient: a second drain folds what is left of
+		// the first one when that is at most a chunk; with more left it
+		// marks its own mail by rows (the snapshot below, taken here,
+		// leaves out what the mark covers) and leaves the fold to the
+		// folder, so it pays for what it reads, not for the first drain.
+		// (A drain with a test hook folds it, as before.)
+		left := false
+		if byMark {
+			var err error
+			if left, err = markLeft(ctx, tx, me.ID, s.foldChunk); err != nil {
+				return err
+			}
+		}
+		if !left {
+			if err := foldNow(ctx, tx, me.ID); err != nil {
+				return err
+			}
 		}
 		markedPersonal, markedRole = personal, role
 		n := nPersonal
 		byMarkDone := false
 		var at string // the drain's readAt
 		if byMark {
-			var err error
-			if mark, n, newer, byMarkDone, err = writeMark(ctx, tx, me.ID, limit); err != nil {
-				return err
+			if !left {
+				var err error
+				if mark, n, newer, byMarkDone, err = writeMark(ctx, tx, me.ID, limit); err != nil {
+					return err
+				}
 			}
 			unread := " AND d.read_at IS NULL AND d.archived_at IS NULL AND (?3 < 0 OR d.message_seq <= ?3)"
 			if byMarkDone {
@@ -451,7 +467,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				// The role queues' share, from the same snapshot: a
 				// role mark per queue where it can be one, rows for
 				// the rest.
-				nr, ids, ks, err := drainRoles(ctx, tx, me.ID, rolesTouched, rolesJSON, limit, at)
+				nr, ids, ks, err := drainRoles(ctx, tx, me.ID, rolesTouched, rolesJSON, limit, at, s.foldChunk)
 				if err != nil {
 					return err
 				}
@@ -783,11 +799,21 @@ func jsonInts(list []int64) string {
 // the same as JSON) through the watermark limit, inside its write
 // transaction, with the drain's readAt at: each role's by a mark when it
 // can be one (drainRoleByMark), after folding the role's earlier mark (one
-// mark per role); the rest from a snapshot of their branches, whose ids
+// mark per role) when at most chunk of its deliveries are left to fold;
+// the rest from a snapshot of their branches, whose ids
 // (JSON) it returns for markRoles. n is how many the share matched.
-func drainRoles(ctx context.Context, tx *ptx, me int64, roles []string, rj string, limit int64, at string) (n int, ids string, marks []roleMark, err error) {
+func drainRoles(ctx context.Context, tx *ptx, me int64, roles []string, rj string, limit int64, at string, chunk int) (n int, ids string, marks []roleMark, err error) {
 	var rest []int
 	for i, r := range roles {
+		// A role mark with more than a chunk left to fold stays for the
+		// folder; the role's mail above it is marked by rows (the
+		// branch leaves out what the mark covers).
+		if left, err := roleMarkLeft(ctx, tx, r, chunk); err != nil {
+			return 0, "", nil, err
+		} else if left {
+			rest = append(rest, i)
+			continue
+		}
 		if err := foldRoleNow(ctx, tx, r); err != nil {
 			return 0, "", nil, err
 		}

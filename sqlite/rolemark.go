@@ -77,6 +77,18 @@ func roleMarkFor(ctx context.Context, tx *ptx, role string) (roleMark, bool, err
 	return k, err == nil, err
 }
 
+// roleMarkLeft is markLeft for role's mark.
+func roleMarkLeft(ctx context.Context, tx *ptx, role string, chunk int) (bool, error) {
+	k, ok, err := roleMarkFor(ctx, tx, role)
+	if err != nil || !ok {
+		return false, err
+	}
+	var n int
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM delivery WHERE role = ?1 AND message_seq > ?2 AND message_seq <= ?3 LIMIT ?4)`,
+		role, k.folded, k.through, chunk+1).Scan(&n)
+	return n > chunk, err
+}
+
 // foldRoleNow folds role's mark, if any, inside tx.
 func foldRoleNow(ctx context.Context, tx *ptx, role string) error {
 	k, ok, err := roleMarkFor(ctx, tx, role)

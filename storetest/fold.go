@@ -33,6 +33,52 @@ type HeldFold struct {
 func RunFold(t *testing.T, open func(t *testing.T) HeldFold) {
 	t.Run("FoldInterleavedWithEveryOperation", func(t *testing.T) { testFoldInterleaved(t, open(t)) })
 	t.Run("DrainThroughAWatermarkIsAPartialMark", func(t *testing.T) { testDrainThroughAWatermarkIsAPartialMark(t, open(t)) })
+	t.Run("SecondRoleDrainLeavesTheFoldToTheFolder", func(t *testing.T) { testSecondRoleDrain(t, open(t)) })
+}
+
+// A role drain (a role mark, where the store has them), one fold step,
+// then another holder's drain of the queue's one new message: that drain
+// reads the new one by rows and leaves the first drain's mark as it was,
+// for the folder; every message keeps the reader and readAt of the drain
+// that read it, through the fold.
+func testSecondRoleDrain(t *testing.T, h HeldFold) {
+	e := newEnv(t, h.Store)
+	h.SetChunk(3)
+	e.grant("bob", "ops")
+	e.grant("carol", "ops")
+	var first []string
+	for range 10 {
+		first = append(first, e.send("alice", "role:ops").MessageID)
+	}
+	rc := e.drainRoles("bob", "", 10)
+	if _, err := h.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := h.marks(t)
+	late := e.send("alice", "role:ops").MessageID
+	rc2 := e.drainRoles("carol", "", 1)
+	if now := h.marks(t); fmt.Sprint(now) != fmt.Sprint(before) {
+		t.Fatalf("marks %v after the second drain, want %v", now, before)
+	}
+	h.Check(t, "after the second drain")
+	// Each drain's one readAt, as shown (a store may take snapshotAt a
+	// moment before it writes).
+	at, at2 := *e.readAt("bob", first[0]), *e.readAt("bob", late)
+	if at.Before(rc.SnapshotAt) || at2.Before(rc2.SnapshotAt) || !at.Before(at2) {
+		t.Fatalf("readAts %v and %v, drains at %v and %v", at, at2, rc.SnapshotAt, rc2.SnapshotAt)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, who := range []string{"bob", "carol"} {
+			e.readBy(when, who, "@bob", at, first...)
+			e.readBy(when, who, "@carol", at2, late)
+			e.unreadFor(when, who)
+		}
+	}
+	bob := e.as("bob")
+	check("under the mark")
+	h.stepAll(t, bob, func(int) {})
+	check("after the fold")
 }
 
 func (h HeldFold) marks(t *testing.T) []string {
@@ -166,7 +212,8 @@ func testFoldInterleaved(t *testing.T, h HeldFold) {
 	if m := h.marks(t); len(m) != 0 {
 		t.Fatalf("marks left after the fold: %v", m)
 	}
-	// A drain and a partial fold, then operations that must fold first.
+	// A drain and a partial fold, then operations that must fold first,
+	// and a second drain, which must not.
 	for _, tc := range []struct {
 		name string
 		do   func() error
@@ -198,6 +245,19 @@ func testFoldInterleaved(t *testing.T, h HeldFold) {
 			}
 			h.Check(t, "after "+tc.name)
 			now := h.marks(t)
+			if tc.name == "a second drain" {
+				// It reads its own new mail by rows and leaves the rest of
+				// the first drain's mark to the folder, unfolded: a drain
+				// pays for what it reads, not for an earlier drain's fold.
+				if fmt.Sprint(now) != fmt.Sprint(before) {
+					t.Fatalf("marks %v after a second drain, want the first one as it was: %v", now, before)
+				}
+				h.stepAll(t, bob, func(int) {})
+				if m := h.marks(t); len(m) != 0 {
+					t.Fatalf("marks left after the fold: %v", m)
+				}
+				return
+			}
 			if len(now) > 0 && fmt.Sprint(now) == fmt.Sprint(before) {
 				t.Fatalf("the mark %v is left after a write that must fold it", now)
 			}
