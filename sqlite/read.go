@@ -415,10 +415,17 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	var newer int        // unread mail after its watermark it left
 	var marks []roleMark // the role marks written
 	markedPersonal, markedRole := personal, role
+	// What this drain's write read (made read), personal and role rows
+	// apart: a message of the snapshot that another call read between
+	// the drain's read and its write is that call's, not this drain's, so
+	// that concurrent drains count each message once.
+	var readPersonal, readRole int
+	var at string // the drain's readAt
 	err = s.write(ctx, func(tx *ptx) error {
 		tx.touch([]int64{me.ID}, rolesTouched)
 		rc.Failures = rc.Failures[:0]
 		mark, marks = readMark{}, nil
+		readPersonal, readRole, at = 0, 0, ""
 		// One mark per recipient: a second drain folds what is left of
 		// the first one when that is at most a chunk; with more left it
 		// marks its own mail by rows (the snapshot below, taken here,
@@ -440,7 +447,6 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		markedPersonal, markedRole = personal, role
 		n := nPersonal
 		byMarkDone := false
-		var at string // the drain's readAt
 		if byMark {
 			if !left {
 				var err error
@@ -452,6 +458,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			if byMarkDone {
 				rc.SnapshotAt = parseTS(mark.at)
 				at = mark.at // one drain, one readAt
+				readPersonal = n
 			} else {
 				// The inbox moved since the read (or the drain holds
 				// roles): the snapshot is taken here, and marked row by
@@ -462,7 +469,6 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				rc.SnapshotAt = tx.now()
 				at = ts(tx.now())
 			}
-			rc.MatchedCount = n
 			if len(rolesTouched) > 0 {
 				// The role queues' share, from the same snapshot: a
 				// role mark per queue where it can be one, rows for
@@ -471,7 +477,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				if err != nil {
 					return err
 				}
-				rc.MatchedCount += nr
+				readRole = nr
 				markedRole, marks = ids, ks
 			}
 		}
@@ -489,32 +495,43 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			at = ts(tx.now())
 		}
 		if markedRole != "[]" {
-			if err := markRoles(ctx, tx, me.ID, at, markedRole); err != nil {
+			k, err := markRoles(ctx, tx, me.ID, at, markedRole)
+			if err != nil {
 				return err
 			}
+			readRole += k
 		}
 		if byMarkDone {
 			return nil
 		}
-		if ok, err := markAllCounted(ctx, tx, me.ID, at, markedPersonal, n); ok || err != nil {
-			return err
+		ok, k, err := markAllCounted(ctx, tx, me.ID, at, markedPersonal, n)
+		if !ok && err == nil {
+			k, err = markCounted(ctx, tx, me.ID, at, markedPersonal)
 		}
-		return markCounted(ctx, tx, me.ID, at, markedPersonal)
+		readPersonal = k
+		return err
 	})
 	if err != nil {
 		return mailroom.DrainReceipt{}, err
 	}
-	rc.ReadCount = rc.MatchedCount - len(rc.Failures)
+	rc.ReadCount = readPersonal + readRole
+	rc.MatchedCount = rc.ReadCount + len(rc.Failures)
 	if s.durable {
-		// Evidence, not intent: count what storage holds now. The list
-		// drives the join (a seek by id each), with no temporary index
-		// built over it as id IN (...) would.
-		for _, marked := range []string{markedPersonal, markedRole} {
-			if marked == "[]" {
+		// Evidence, not intent: count what storage holds now, of the rows
+		// this drain's write read (those with its readAt, and for role
+		// rows its reader; at most what it read, should another drain
+		// have written the same instant). The list drives the join (a
+		// seek by id each), with no temporary index built over it as id
+		// IN (...) would.
+		for _, m := range []struct {
+			ids, cond string
+			read      int
+		}{{markedPersonal, `d.read_at = ?2`, readPersonal}, {markedRole, `d.read_at = ?2 AND d.read_by = ?3`, readRole}} {
+			if m.ids == "[]" || m.read == 0 {
 				continue
 			}
 			var n int
-			err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM json_each(?) j JOIN delivery d ON d.id = j.value WHERE d.read_at IS NOT NULL`, marked).Scan(&n)
+			err := s.db.QueryRowContext(ctx, `SELECT min(?4, count(*)) FROM json_each(?1) j JOIN delivery d ON d.id = j.value WHERE `+m.cond, m.ids, at, me.ID, m.read).Scan(&n)
 			if err != nil {
 				return mailroom.DrainReceipt{}, err
 			}
@@ -674,26 +691,28 @@ func (s *Store) markedCount(ctx context.Context, k readMark) (int, error) {
 //
 // Not a savepoint to try and roll back: it copied every page the UPDATE
 // touched into the statement journal, a quarter more on a drain of 100,000.
-func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n int) (bool, error) {
+func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n int) (ok bool, read int, err error) {
 	var unread int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ? AND archived = 0 AND unread = 1`, me).Scan(&unread); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if unread != n || n == 0 {
-		return false, nil
+		return false, 0, nil
 	}
 	// By id, as markCounted: + keeps delivery_unread out of the plan.
 	res, err := tx.ExecContext(ctx, markPersonal+` AND archived_at IS NULL AND +recipient_id = ?2`, at, me, marked)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if done, _ := res.RowsAffected(); int(done) != n {
-		if _, err := tx.ExecContext(ctx, markPersonal, at, me, marked); err != nil {
-			return false, err
+		res, err := tx.ExecContext(ctx, markPersonal, at, me, marked)
+		if err != nil {
+			return false, 0, err
 		}
-		return true, recount(ctx, tx, me)
+		more, _ := res.RowsAffected()
+		return true, int(done + more), recount(ctx, tx, me)
 	}
-	return true, moveUnreadToRead(ctx, tx, me)
+	return true, n, moveUnreadToRead(ctx, tx, me)
 }
 
 // moveUnreadToRead moves the caller's unread, unarchived personal counts
@@ -718,7 +737,7 @@ func moveUnreadToRead(ctx context.Context, tx *ptx, me int64) error {
 // would. Each of them moves from its queue's unread count to the read one
 // under the same other keys, so the counts move by key in one pass over
 // them, before the marking (countOut and countIn would take a pass each).
-func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) error {
+func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) (int, error) {
 	if _, err := tx.ExecContext(ctx, `WITH k (role, archived, priority, human, n, seqs) AS (
 			SELECT d.role, d.archived_at IS NOT NULL, m.priority, s.kind = 'human', count(*), sum(d.message_seq)
 			FROM json_each(?1) j CROSS JOIN delivery d ON d.id = j.value JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
@@ -727,11 +746,15 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) error {
 			SELECT k.role, k.archived, u.unread, k.priority, k.human, CASE WHEN u.unread THEN -k.n ELSE k.n END, CASE WHEN u.unread THEN -k.seqs ELSE k.seqs END
 			FROM k CROSS JOIN (SELECT 1 AS unread UNION ALL SELECT 0) u WHERE 1
 		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids); err != nil {
-		return err
+		return 0, err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL
+	res, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL
 		AND message_seq > `+roleMarkOf(`delivery.role`), at, me, ids)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	k, err := res.RowsAffected()
+	return int(k), err
 }
 
 // markPersonal marks the personal deliveries listed in ?3 (JSON ids) read
@@ -746,18 +769,23 @@ const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value
 // markCounted marks the snapshot's personal deliveries (JSON ids in
 // marked) read, taking them out of their counts first and putting them
 // back after.
-func markCounted(ctx context.Context, tx *ptx, me int64, at, marked string) error {
+func markCounted(ctx context.Context, tx *ptx, me int64, at, marked string) (int, error) {
 	if marked == "[]" {
-		return nil
+		return 0, nil
 	}
 	const in = `IN (SELECT value FROM json_each(?))`
 	if err := personalCounter().out(ctx, tx, in, marked); err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, markPersonal, at, me, marked); err != nil {
-		return err
+	res, err := tx.ExecContext(ctx, markPersonal, at, me, marked)
+	if err != nil {
+		return 0, err
 	}
-	return personalCounter().in(ctx, tx, in, marked)
+	k, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return int(k), personalCounter().in(ctx, tx, in, marked)
 }
 
 // failMarks runs the FailMark test hook over each snapshot item, as the
@@ -801,7 +829,7 @@ func jsonInts(list []int64) string {
 // can be one (drainRoleByMark), after folding the role's earlier mark (one
 // mark per role) when at most chunk of its deliveries are left to fold;
 // the rest from a snapshot of their branches, whose ids
-// (JSON) it returns for markRoles. n is how many the share matched.
+// (JSON) it returns for markRoles. n is how many its marks read.
 func drainRoles(ctx context.Context, tx *ptx, me int64, roles []string, rj string, limit int64, at string, chunk int) (n int, ids string, marks []roleMark, err error) {
 	var rest []int
 	for i, r := range roles {
@@ -842,10 +870,9 @@ func drainRoles(ctx context.Context, tx *ptx, me int64, roles []string, rj strin
 	for j, i := range rest {
 		parts[j] = per[i]
 	}
-	var nr int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+strings.Join(parts, " UNION ALL ")+`)`,
-		me, rj, limit).Scan(&nr, &ids); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(json_group_array(did), '[]') FROM (`+strings.Join(parts, " UNION ALL ")+`)`,
+		me, rj, limit).Scan(&ids); err != nil {
 		return 0, "", nil, err
 	}
-	return n + nr, ids, marks, nil
+	return n, ids, marks, nil
 }
