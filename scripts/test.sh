@@ -56,8 +56,8 @@ stage "go test ./sqlite ./mcp without -race: the tests -race runs smaller or ski
 stage "web inbox in Chromium (Playwright)" scripts/web-test.sh
 stage "go test -race ./mcp ./cmd/mailroom on PostgreSQL (MAILROOM_TEST_STORE=postgres)" \
   env MAILROOM_TEST_STORE=postgres go test -race -count=1 -timeout $timeout ./mcp ./cmd/mailroom
-stage "interop gate" scripts/interop.sh
-stage "interop gate proof: the stringifying client fails without the compatibility rule" scripts/interop.sh --prove-gate
+stage "interop gate, and its proof: the stringifying client fails without the compatibility rule" \
+  scripts/interop.sh --with-proof
 stage "interop client suite on PostgreSQL" scripts/interop.sh --postgres
 echo "=== all tests passed in $(( $(date +%s) - start ))s"
 echo "stages: ${#times[@]} passed, 0 failed"
