@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -86,10 +87,23 @@ func TestDrainLeavesMailSentDuringItUnread(t *testing.T) {
 // A drain with the role queues marks what its statement saw unread and
 // unarchived; a role message another holder archives while the drain waits
 // for its row is archived mail by the time the drain marks, and stays
-// unread, and the queue's counts stay those of its rows.
+// unread, and the queue's counts stay those of its rows. Twice: on the row
+// path (the AfterSnapshot hook), the archive holding the row; and as the
+// store archives, the archive holding the queue's mark lock shared first
+// (lockMailboxes), which a drain that may write the queue's mark waits for.
 func TestDrainLeavesRoleMailArchivedDuringItUnread(t *testing.T) {
+	for _, byLock := range []bool{false, true} {
+		t.Run(fmt.Sprint("mark lock ", byLock), func(t *testing.T) { testDrainLeavesRoleMailArchivedDuringItUnread(t, byLock) })
+	}
+}
+
+func testDrainLeavesRoleMailArchivedDuringItUnread(t *testing.T, byLock bool) {
 	ctx := context.Background()
-	s := open(t, pgtest.URL(t), postgres.Options{})
+	var hooks postgres.Hooks
+	if !byLock {
+		hooks.AfterSnapshot = func() {}
+	}
+	s := open(t, pgtest.URL(t), postgres.Options{Hooks: &hooks})
 	ids := map[string]mailroom.Identity{}
 	for _, name := range []string{"alice", "bob", "carol"} {
 		id, err := s.EnsureAgent(ctx, name)
@@ -119,6 +133,11 @@ func TestDrainLeavesRoleMailArchivedDuringItUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
+	if byLock {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtextextended('mailroom.mark.' || current_schema(), mailbox_id)) FROM role WHERE name = 'ops'`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := tx.Exec(ctx, `UPDATE delivery SET archived_at = now() WHERE recipient = (SELECT mailbox_id FROM role WHERE name = 'ops')
 		AND message_seq = (SELECT seq FROM message WHERE id = $1)`, sent[0]); err != nil {
 		t.Fatal(err)

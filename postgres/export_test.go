@@ -87,3 +87,6 @@ func PurgeWaited(ctx context.Context, s *Store) (bool, error) {
 		AND ((classid::bigint << 32) | objid::bigint) = `+storeLockKey+`)`).Scan(&waiting)
 	return waiting, err
 }
+
+// QueueMarkDrains is how many role queues' marks drains of s wrote.
+func QueueMarkDrains(s *Store) int { return int(s.queueMarkDrains.Load()) }

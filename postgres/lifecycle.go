@@ -31,8 +31,9 @@ func (s *Store) MarkUnread(ctx context.Context, messageID string) (mailroom.Unre
 
 // recipientWrite runs update (parameters: the delivery's recipient and
 // message seq) on the caller's own delivery of messageID; with unread, the
-// caller's read mark is folded first when it covers that delivery (a mark
-// covers every unread delivery below it).
+// mark of the delivery's mailbox (the caller's, or a role queue's) is
+// folded first when it covers that delivery (a mark covers every unread
+// delivery below it).
 func (s *Store) recipientWrite(ctx context.Context, messageID string, unread bool, update string) error {
 	me, err := mailroom.CallerFrom(ctx)
 	if err != nil {
@@ -55,8 +56,13 @@ func (s *Store) recipientWrite(ctx context.Context, messageID string, unread boo
 		if err != nil {
 			return err
 		}
-		if unread && t.recipient == me.ID {
-			if err := foldNow(ctx, tx, me.ID, t.seq); err != nil {
+		// And the role queues' (lockMailboxes), which a role delivery's
+		// write changes.
+		if err := lockMarks(ctx, tx, slices.Sorted(slices.Values(roles.ids)), false); err != nil {
+			return err
+		}
+		if unread {
+			if err := foldNow(ctx, tx, t.recipient, t.seq); err != nil {
 				return err
 			}
 		}
@@ -267,7 +273,7 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 			if err := tx.QueryRow(ctx, `SELECT m.created_at FROM message m WHERE m.seq = (SELECT min(o.seq) FROM unnest($2::bigint[]) AS q (mb)
 				CROSS JOIN LATERAL (SELECT u.message_seq AS seq FROM role_unread u CROSS JOIN LATERAL (SELECT 1 FROM delivery d JOIN message m ON m.seq = d.message_seq
 					WHERE d.recipient = u.recipient AND d.message_seq = u.message_seq AND `+roleVisibleProbes+` OFFSET 0) v
-					WHERE u.recipient = q.mb ORDER BY u.message_seq LIMIT 1) o)`, args...).Scan(&roleOldest); err != nil && !isNoRows(err) {
+					WHERE u.recipient = q.mb AND u.message_seq > `+markOf("q.mb")+` ORDER BY u.message_seq LIMIT 1) o)`, args...).Scan(&roleOldest); err != nil && !isNoRows(err) {
 				return err
 			}
 			if oldest == nil || (roleOldest != nil && roleOldest.Before(*oldest)) {
@@ -303,12 +309,12 @@ func (s *Store) Status(ctx context.Context) (mailroom.Status, error) {
 // each of the caller's role queues (args: the caller parameters).
 func countPerRole(ctx context.Context, tx pgx.Tx, args []any, roles roleSet, perRole map[string]int) error {
 	rows, err := tx.Query(ctx, `WITH c AS MATERIALIZED (SELECT c.recipient, c.message_seq, u.unread FROM (`+roleCandidates+`) c
-			CROSS JOIN LATERAL (SELECT d.read_at IS NULL AND d.archived_at IS NULL AS unread FROM delivery d
+			CROSS JOIN LATERAL (SELECT `+unreadD+` AND d.archived_at IS NULL AS unread FROM delivery d
 				WHERE d.recipient = c.recipient AND d.message_seq = c.message_seq OFFSET 0) u)
 		SELECT q.mb, (SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = q.mb AND unread AND NOT archived)
 			- (SELECT count(*) FROM c WHERE c.recipient = q.mb AND c.unread)
 			+ (SELECT count(*) FROM c WHERE c.recipient = q.mb AND EXISTS (SELECT 1 FROM delivery d JOIN message m ON m.seq = d.message_seq
-				WHERE d.recipient = ANY($2) AND d.message_seq = c.message_seq AND d.read_at IS NULL AND d.archived_at IS NULL AND `+roleVisibleProbes+` OFFSET 0))
+				WHERE d.recipient = ANY($2) AND d.message_seq = c.message_seq AND `+unreadD+` AND d.archived_at IS NULL AND `+roleVisibleProbes+` OFFSET 0))
 		FROM unnest($2::bigint[]) AS q (mb)`, args...)
 	if err != nil {
 		return err
@@ -346,7 +352,7 @@ const purgeBatch = 2000
 // Purge removes old mail with its edges, index entries and concept tags.
 func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.PurgeReport, error) {
 	rep := mailroom.PurgeReport{Before: r.Before, DryRun: r.DryRun}
-	const unread = `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL AND NOT ` + coveredD + `)`
+	unread := `EXISTS (SELECT 1 FROM delivery d WHERE d.message_seq = m.seq AND d.read_at IS NULL AND d.archived_at IS NULL AND NOT ` + coveredD + `)`
 	cond := `m.created_at < $1`
 	if !r.IncludeUnread {
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM message m WHERE `+cond+` AND `+unread, r.Before).Scan(&rep.Kept); err != nil {

@@ -22,7 +22,7 @@ func rowColumnsOf(owner string) string {
 	(SELECT CASE s.kind WHEN 'human' THEN 'human:' || s.name ELSE '@' || s.name END FROM identity s WHERE s.id = m.sender_id),
 	ARRAY(SELECT t.address FROM message_to t WHERE t.message_seq = m.seq ORDER BY t.position),
 	m.priority, m.created_at, ` + readAtOf(owner) + `, d.archived_at, m.thread_id, m.retracted,
-	CASE WHEN d.via = 'role' THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = d.read_by) END`
+	CASE WHEN d.via = 'role' THEN (SELECT CASE r.kind WHEN 'human' THEN 'human:' || r.name ELSE '@' || r.name END FROM identity r WHERE r.id = ` + readByD + `) END`
 }
 
 type scanner interface{ Scan(...any) error }
@@ -65,7 +65,7 @@ func inboxBranches(dcond, mcond string) []string {
 	}
 	personal += ` WHERE d.recipient = $1` + personalUnread(dcond) + mcond
 	role := `SELECT d.message_seq AS seq, d.recipient AS rcpt FROM delivery d ` + roleJoin + `
-		WHERE ` + roleQueues + roleVisible + dcond + mcond
+		WHERE ` + roleQueues + roleVisible + roleUnread(dcond) + mcond
 	return []string{personal, role}
 }
 
@@ -89,9 +89,17 @@ func inboxBranchesFor(dcond, mcond string, n int) []string {
 	role := strings.Replace(b[1], roleJoin, `CROSS JOIN LATERAL (SELECT * FROM message m WHERE m.seq = d.message_seq OFFSET 0) m`, 1)
 	out := []string{b[0]}
 	for i := range n {
-		out = append(out, strings.Replace(role, roleQueues, `d.recipient = ($2::bigint[])[`+strconv.Itoa(i+1)+`] AND `, 1))
+		out = append(out, roleBranchOf(role, i))
 	}
 	return out
+}
+
+// roleBranchOf is the role branch b on the caller's i-th queue alone: its
+// key range, and its queue's mark a constant of the statement (so an
+// unread branch's range starts above the mark).
+func roleBranchOf(b string, i int) string {
+	q := `($2::bigint[])[` + strconv.Itoa(i+1) + `]`
+	return strings.ReplaceAll(strings.Replace(b, roleQueues, `d.recipient = `+q+` AND `, 1), markOf("d.recipient"), markOf(q))
 }
 
 // roleJoin joins the role branch's delivery d with its message m.
@@ -133,9 +141,11 @@ const roleCandidates = `SELECT c.recipient, c.message_seq FROM (
 
 // roleHidden selects the candidate deliveries d (their keys, state and
 // count keys) that the role branch leaves out; conditions on d's columns
-// may follow.
+// may follow. A delivery its queue's mark covers shows a read_at (not the
+// mark's: only whether it is read counts here).
 var roleHidden = `SELECT d.* FROM (` + roleCandidates + `) c CROSS JOIN LATERAL (
-		SELECT d.recipient, d.message_seq, d.read_at, d.archived_at, d.via, d.priority, d.human FROM delivery d JOIN message m ON m.seq = d.message_seq
+		SELECT d.recipient, d.message_seq, CASE WHEN ` + coveredD + ` THEN '-infinity'::timestamptz ELSE d.read_at END AS read_at, d.archived_at, d.via, d.priority, d.human
+		FROM delivery d JOIN message m ON m.seq = d.message_seq
 		WHERE d.recipient = c.recipient AND d.message_seq = c.message_seq AND NOT (` + roleVisibleProbes + `) OFFSET 0) d
 	WHERE true`
 

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -289,5 +290,142 @@ func TestMarkOutlivesItsStoreAndTheNextFolderFinishesIt(t *testing.T) {
 	}
 	if by, _ := readAts(t, s2, bob2); by[rc.SnapshotAt.UTC()] != 30 {
 		t.Fatalf("%d messages at the drain's readAt, want 30", by[rc.SnapshotAt.UTC()])
+	}
+}
+
+// Two instances draining one role queue: bob through one, carol through
+// the other, both holding role:ops, while alice sends to the role through
+// both and each folder folds the other's role marks in chunks. Every role
+// message is read by exactly one drain, at its readAt and by its reader,
+// for both holders; the drains' counts add up to what was sent, and the
+// counters match a recount.
+func TestTwoInstancesDrainARoleQueueTogether(t *testing.T) {
+	url := pgtest.URL(t)
+	clock := storetest.NewClock()
+	a := open(t, url, postgres.Options{Now: clock.Now})
+	b := open(t, url, postgres.Options{Now: clock.Now})
+	postgres.SetFoldChunk(a, 5)
+	postgres.SetFoldChunk(b, 3)
+	aliceA, bobA := agent(t, a, "alice"), agent(t, a, "bob")
+	aliceB, carolB := agent(t, b, "alice"), agent(t, b, "carol")
+	for _, who := range []string{"bob", "carol"} {
+		if err := a.GrantRole(context.Background(), who, "ops"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const rounds, perRound = 10, 16
+	var (
+		mu       sync.Mutex
+		receipts = map[string][]mailroom.DrainReceipt{}
+		sent     int
+		wg       sync.WaitGroup
+	)
+	errs := make(chan error, 16)
+	for _, alice := range []struct {
+		st  *postgres.Store
+		ctx context.Context
+	}{{a, aliceA}, {b, aliceB}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds * perRound / 2 {
+				if _, err := alice.st.Send(alice.ctx, draft(t, "role:ops")); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				sent++
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, h := range []struct {
+		name string
+		st   *postgres.Store
+		ctx  context.Context
+	}{{"@bob", a, bobA}, {"@carol", b, carolB}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				rc, err := h.st.MarkAllRead(h.ctx, "", true)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				receipts[h.name] = append(receipts[h.name], rc)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	rc, err := a.MarkAllRead(bobA, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receipts["@bob"] = append(receipts["@bob"], rc)
+	waitFolded(t, b)
+	checkNoMismatch(t, a, "after the drains and folds")
+
+	f, err := mailroom.ListInput{IncludeArchived: true, Limit: ptr(200)}.Filter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		at time.Time
+		by string
+	}
+	var views []map[read]int
+	for _, who := range []struct {
+		st  *postgres.Store
+		ctx context.Context
+	}{{b, bobA}, {a, carolB}} {
+		p, err := who.st.List(who.ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Messages) != sent {
+			t.Fatalf("a holder lists %d messages, alice sent %d", len(p.Messages), sent)
+		}
+		v := map[read]int{}
+		for _, m := range p.Messages {
+			if m.ReadAt == nil || m.ReadBy == nil {
+				t.Fatalf("%s unread after the last drain: %v %v", m.MessageID, m.ReadAt, m.ReadBy)
+			}
+			v[read{m.ReadAt.UTC(), *m.ReadBy}]++
+		}
+		views = append(views, v)
+	}
+	if fmt.Sprint(views[0]) != fmt.Sprint(views[1]) {
+		t.Fatalf("the holders see the queue read differently:\n%v\n%v", views[0], views[1])
+	}
+	total := 0
+	for by, rcs := range receipts {
+		for _, rc := range rcs {
+			total += rc.ReadCount
+			if rc.DurableCount != rc.ReadCount {
+				t.Errorf("%s's drain at %v: read %d, durable %d", by, rc.SnapshotAt, rc.ReadCount, rc.DurableCount)
+			}
+			if rc.ReadCount > 0 && views[0][read{rc.SnapshotAt.UTC(), by}] != rc.ReadCount {
+				t.Errorf("%s's drain at %v read %d; %d messages show it", by, rc.SnapshotAt, rc.ReadCount, views[0][read{rc.SnapshotAt.UTC(), by}])
+			}
+		}
+	}
+	if total != sent {
+		t.Errorf("the drains read %d in all; alice sent %d", total, sent)
+	}
+	if postgres.QueueMarkDrains(a)+postgres.QueueMarkDrains(b) == 0 {
+		t.Errorf("no drain wrote a role queue's mark: the test does not exercise it")
+	}
+	t.Logf("role queue marks: %d + %d", postgres.QueueMarkDrains(a), postgres.QueueMarkDrains(b))
+	for _, who := range []context.Context{bobA, carolB} {
+		if st, err := a.Status(who); err != nil || st.Unread.Total != 0 {
+			t.Errorf("status after the last drain: %+v %v", st.Unread, err)
+		}
 	}
 }

@@ -101,11 +101,12 @@ type Store struct {
 	listening chan struct{} // closed while the listener is in LISTEN
 
 	// The folder of read marks (mark.go): woken by a drain that wrote one.
-	foldWake   chan struct{}
-	foldDone   chan struct{}
-	stopFold   context.CancelFunc
-	foldChunk  int          // defaultFoldChunk; tests lower it
-	markDrains atomic.Int64 // drains by a mark, for tests
+	foldWake        chan struct{}
+	foldDone        chan struct{}
+	stopFold        context.CancelFunc
+	foldChunk       int          // defaultFoldChunk; tests lower it
+	markDrains      atomic.Int64 // drains by a mark, for tests
+	queueMarkDrains atomic.Int64 // role queues' marks drains wrote, for tests
 }
 
 var _ mailroom.Store = (*Store)(nil)

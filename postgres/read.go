@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -153,7 +155,7 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 		if err != nil {
 			return err
 		}
-		if err := lockMailbox(ctx, tx, me.ID); err != nil {
+		if err := lockMailboxes(ctx, tx, me.ID, roles.ids); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `UPDATE delivery SET archived_at = coalesce(archived_at, $1) WHERE recipient = $2 AND message_seq = $3 RETURNING archived_at`,
@@ -168,9 +170,10 @@ func (s *Store) Archive(ctx context.Context, messageID string) (mailroom.Archive
 	return mailroom.ArchiveReceipt{MessageID: messageID, ArchivedAt: at.UTC(), Status: "archived", Durable: true}, nil
 }
 
-// markSQL is the single write of a read: a read keeps its first readAt,
-// which for a delivery a read mark covers is the mark's.
-const markSQL = `UPDATE delivery SET read_at = coalesce((SELECT k.at FROM read_mark k WHERE k.recipient = $3 AND $4 <= k.through_seq), $1), read_by = $2
+// markSQL is the single write of a read: a read keeps its first readAt
+// (and reader), which for a delivery a read mark covers are the mark's.
+const markSQL = `UPDATE delivery SET read_at = coalesce((SELECT k.at FROM read_mark k WHERE k.recipient = $3 AND $4 <= k.through_seq), $1),
+		read_by = coalesce((SELECT k.read_by FROM read_mark k WHERE k.recipient = $3 AND $4 <= k.through_seq), $2)
 	WHERE recipient = $3 AND message_seq = $4 AND read_at IS NULL`
 
 // MarkRead marks each id read for the caller, one result per id in order.
@@ -191,7 +194,7 @@ func (s *Store) MarkRead(ctx context.Context, ids []string) []mailroom.MarkResul
 		if err != nil {
 			return err
 		}
-		if err := lockMailbox(ctx, tx, me.ID); err != nil {
+		if err := lockMailboxes(ctx, tx, me.ID, roles.ids); err != nil {
 			return err
 		}
 		at := s.now()
@@ -250,10 +253,12 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		return mailroom.DrainReceipt{}, err
 	}
 	var marked drained
-	var byMark *readMark // the drain's mark, when it wrote one
+	var byMark *readMark      // the drain's mark, when it wrote one
+	var queueMarks []readMark // the role queues' marks it wrote
+	var queueCounts []int     // and what each read
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	err = s.write(ctx, func(tx pgx.Tx) error {
-		marked, byMark = drained{}, nil
+		marked, byMark, queueMarks, queueCounts = drained{}, nil, nil, nil
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -282,14 +287,63 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		// folder: the drain then marks its own mail, above the mark, by
 		// rows (drainSQL leaves out what the mark covers), and pays for
 		// what it reads, not for the earlier drain's fold.
-		var left bool
-		if err := tx.QueryRow(ctx, `SELECT count(*) > $2 FROM (SELECT 1 FROM read_mark k JOIN delivery d ON d.recipient = k.recipient
-			AND d.message_seq > k.folded AND d.message_seq <= k.through_seq WHERE k.recipient = $1 LIMIT $2 + 1) c`, me.ID, s.foldChunk).Scan(&left); err != nil {
+		left, err := s.markLeft(ctx, tx, me.ID)
+		if err != nil {
 			return err
 		}
 		if !left {
 			if err := foldNow(ctx, tx, me.ID, 0); err != nil {
 				return err
+			}
+		}
+		var queued int // read by role queues' marks
+		if includeRoles && len(roles.ids) > 0 {
+			// The same for the role queues, whose read state every
+			// holder writes (lockMailboxes): no other holder's write
+			// beside the drain, and each queue's earlier mark folded,
+			// or, with more than a chunk left, left to the folder (the
+			// queue is then marked above it by rows, not by a mark).
+			if err := lockMarks(ctx, tx, slices.Sorted(slices.Values(roles.ids)), true); err != nil {
+				return err
+			}
+			marked := map[int64]bool{}
+			for _, r := range roles.ids {
+				left, err := s.markLeft(ctx, tx, r)
+				if err != nil {
+					return err
+				}
+				if left {
+					marked[r] = true
+				} else if err := foldNow(ctx, tx, r, 0); err != nil {
+					return err
+				}
+			}
+			if s.hooks.AfterSnapshot == nil {
+				// The drain is several statements, each its own snapshot:
+				// all stop at the newest message committed now (seqs
+				// commit in order), so mail sent since stays unread.
+				var top int64
+				if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM message`).Scan(&top); err != nil {
+					return err
+				}
+				if limit < 0 || limit > top {
+					limit = top
+				}
+				for _, r := range roles.ids {
+					if marked[r] {
+						continue
+					}
+					k := readMark{recipient: r, at: rc.SnapshotAt, by: &me.ID}
+					var n int64
+					err := tx.QueryRow(ctx, roleDrainByMarkSQL, pgx.QueryExecModeExec, me.ID, roles.ids, roles.own, r, rc.SnapshotAt, limit).Scan(&n, &k.through)
+					if isNoRows(err) {
+						continue
+					} else if err != nil {
+						return err
+					}
+					queueMarks, queueCounts = append(queueMarks, k), append(queueCounts, int(n))
+					queued += int(n)
+				}
 			}
 		}
 		// By a mark when the role rows stay as they are (their read state
@@ -317,7 +371,11 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		if _, err := tx.Exec(ctx, `SELECT set_config('mailroom.writer_counts', 'on', true)`); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, drainSQL, me.ID, roles.ids, roles.own, limit, rc.SnapshotAt, includeRoles)
+		queues := 0
+		if includeRoles {
+			queues = len(roles.ids)
+		}
+		rows, err := tx.Query(ctx, drainSQLFor(queues), me.ID, roles.ids, roles.own, limit, rc.SnapshotAt, includeRoles)
 		if err != nil {
 			return err
 		}
@@ -339,7 +397,7 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		if _, err := tx.Exec(ctx, `SELECT set_config('mailroom.writer_counts', 'off', true)`); err != nil {
 			return err
 		}
-		if marked.total == 0 {
+		if marked.total == 0 && queued == 0 {
 			return nil
 		}
 		if s.hooks.AfterSnapshot != nil {
@@ -347,8 +405,13 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		}
 		c := roles.change(me)
 		if includeRoles {
-			c = roles.change(me, marked.recipients...)
+			touched := slices.Clone(marked.recipients)
+			for _, k := range queueMarks {
+				touched = append(touched, k.recipient)
+			}
+			c = roles.change(me, touched...)
 		}
+		marked.total += queued
 		return s.notify(ctx, tx, c)
 	})
 	if err != nil {
@@ -363,20 +426,42 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			return mailroom.DrainReceipt{}, err
 		}
 	} else if marked.total > 0 {
+		for i, k := range queueMarks {
+			n, err := s.markedCount(ctx, k, queueCounts[i])
+			if err != nil {
+				return mailroom.DrainReceipt{}, err
+			}
+			rc.DurableCount += n
+		}
+		if len(queueMarks) > 0 {
+			s.queueMarkDrains.Add(int64(len(queueMarks)))
+			s.wakeFolder()
+		}
 		// Evidence, not intent: count what storage holds now. The drain's
 		// rows are those of each mailbox, within its range of seqs, that
 		// this reader marked at this instant (a read keeps its first
 		// readAt); at most what the drain marked there, should another
 		// mark by the same reader carry the same instant.
+		var rowsDurable int
 		if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(least(g.n, (SELECT count(*) FROM delivery d
 				WHERE d.recipient = g.r AND d.message_seq BETWEEN g.lo AND g.hi AND d.read_by = $5 AND d.read_at = $6))), 0)
 			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS g (r, n, lo, hi)`,
-			marked.recipients, marked.counts, marked.lo, marked.hi, me.ID, rc.SnapshotAt).Scan(&rc.DurableCount); err != nil {
+			marked.recipients, marked.counts, marked.lo, marked.hi, me.ID, rc.SnapshotAt).Scan(&rowsDurable); err != nil {
 			return mailroom.DrainReceipt{}, err
 		}
+		rc.DurableCount += rowsDurable
 	}
 	rc.Settle(true)
 	return rc, nil
+}
+
+// markLeft reports whether rcpt's mark has more than a fold chunk left
+// to fold: a drain then leaves it to the folder.
+func (s *Store) markLeft(ctx context.Context, tx pgx.Tx, rcpt int64) (bool, error) {
+	var left bool
+	err := tx.QueryRow(ctx, `SELECT count(*) > $2 FROM (SELECT 1 FROM read_mark k JOIN delivery d ON d.recipient = k.recipient
+		AND d.message_seq > k.folded AND d.message_seq <= k.through_seq WHERE k.recipient = $1 LIMIT $2 + 1) c`, rcpt, s.foldChunk).Scan(&left)
+	return left, err
 }
 
 // drained is what a drain marked, by mailbox: the count and the lowest and
@@ -386,9 +471,10 @@ type drained struct {
 	total                      int
 }
 
-// drainSQL marks the caller's unread, unarchived personal deliveries ($4:
+// drainSQLFor marks the caller's unread, unarchived personal deliveries ($4:
 // at or before that seq when >= 0) read at $5 and, when $6, the role
-// queues' (the role branch of inboxBranches); it returns one row per
+// queues' (the role branch of inboxBranches, one branch per queue, of the
+// first queues queues: so each starts above its queue's mark); it returns one row per
 // mailbox marked (recipient, count, lowest and highest seq) and a row
 // with a NULL recipient counting the role deliveries left alone (from the
 // role queues' counters, as mailbox_status counts them, less those after
@@ -401,12 +487,21 @@ type drained struct {
 // state before: on the updated row itself, so that a row another holder
 // changed while the drain waited for it is checked again), so the caller
 // sets mailroom.writer_counts.
-var drainSQL = callerArgs + `,
+func drainSQLFor(queues int) string {
+	w := `SELECT NULL::bigint AS seq, NULL::bigint AS rcpt WHERE false`
+	if queues > 0 {
+		b := make([]string, queues)
+		for i := range b {
+			b[i] = roleBranchOf(inboxBranches(drainUnread, "")[1], i)
+		}
+		w = strings.Join(b, " UNION ALL ")
+	}
+	return callerArgs + `,
 	p AS (UPDATE delivery d SET read_at = $5, read_by = $1
 		WHERE d.recipient = $1` + personalUnread(drainUnread) + `
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
 	r AS (UPDATE delivery d SET read_at = $5, read_by = $1
-		FROM (` + inboxBranches(drainUnread, "")[1] + `) w
+		FROM (` + w + `) w
 		WHERE $6 AND d.recipient = w.rcpt AND d.message_seq = w.seq AND d.read_at IS NULL AND d.archived_at IS NULL
 		RETURNING d.recipient, d.message_seq, d.via, d.priority, d.human),
 	k AS (SELECT $1::bigint AS recipient, via, priority, human, count(*) AS n, sum(message_seq)::bigint AS seqs FROM p GROUP BY 2, 3, 4
@@ -419,13 +514,14 @@ var drainSQL = callerArgs + `,
 	SELECT u.recipient, count(*), min(u.message_seq), max(u.message_seq)
 		FROM (SELECT recipient, message_seq FROM p UNION ALL SELECT recipient, message_seq FROM r) u GROUP BY u.recipient
 	UNION ALL SELECT NULL, ` + withheldRoles + `, NULL, NULL WHERE NOT $6`
+}
 
 // withheldRoles counts the role deliveries a drain without includeRoles
 // leaves alone ($4: its watermark's seq, or < 0).
 var withheldRoles = `(SELECT coalesce(sum(n), 0)::bigint FROM mailbox_count WHERE recipient = ANY($2) AND unread AND NOT archived)
 		- (SELECT count(*) FROM (` + roleHidden + ` AND d.read_at IS NULL AND d.archived_at IS NULL) h)
 		- (SELECT count(*) FROM delivery d CROSS JOIN LATERAL (SELECT m.sender_id FROM message m WHERE m.seq = d.message_seq OFFSET 0) m
-			WHERE d.recipient = ANY($2) AND d.read_at IS NULL AND d.archived_at IS NULL AND $4::bigint >= 0 AND d.message_seq > $4::bigint
+			WHERE d.recipient = ANY($2) AND ` + unreadD + ` AND d.archived_at IS NULL AND $4::bigint >= 0 AND d.message_seq > $4::bigint
 			AND ` + roleVisibleProbes + `)`
 
 // drainUnread is what a drain marks, on a delivery d.

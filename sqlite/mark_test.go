@@ -167,12 +167,20 @@ func TestFoldStepped(t *testing.T) {
 	storetest.RunFold(t, func(t *testing.T) storetest.HeldFold {
 		s := heldFold(t, storetest.NewClock().Now)
 		return storetest.HeldFold{
-			Store:               s,
-			Step:                func(ctx context.Context) (bool, error) { return sqlite.FoldStep(ctx, s) },
-			SetChunk:            func(n int) { sqlite.SetFoldChunk(s, n) },
-			Marks:               func(ctx context.Context) ([]string, error) { return sqlite.ReadMarks(ctx, s) },
+			Store:    s,
+			Step:     func(ctx context.Context) (bool, error) { return sqlite.FoldStep(ctx, s) },
+			SetChunk: func(n int) { sqlite.SetFoldChunk(s, n) },
+			Marks: func(ctx context.Context) ([]string, error) {
+				m, err := sqlite.ReadMarks(ctx, s)
+				if err != nil {
+					return nil, err
+				}
+				r, err := sqlite.RoleMarks(ctx, s)
+				return append(m, r...), err
+			},
 			MarkDrains:          func() int { return int(sqlite.MarkDrains(s)) },
 			MarkDrainsOverNewer: func() int { return int(sqlite.MarkDrainsOverNewer(s)) },
+			RoleMarkDrains:      func() int { return int(sqlite.RoleMarkDrains(s)) },
 			Check:               func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
 		}
 	})

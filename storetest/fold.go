@@ -23,6 +23,8 @@ type HeldFold struct {
 	// MarkDrains counts the drains written as a mark; MarkDrainsOverNewer,
 	// if set, those through a watermark with newer mail.
 	MarkDrains, MarkDrainsOverNewer func() int
+	// RoleMarkDrains counts the role queues' marks drains wrote.
+	RoleMarkDrains func() int
 	// Check asserts the store's own invariants (its counts against a
 	// recount of its rows).
 	Check func(t *testing.T, when string)
@@ -33,6 +35,7 @@ type HeldFold struct {
 func RunFold(t *testing.T, open func(t *testing.T) HeldFold) {
 	t.Run("FoldInterleavedWithEveryOperation", func(t *testing.T) { testFoldInterleaved(t, open(t)) })
 	t.Run("DrainThroughAWatermarkIsAPartialMark", func(t *testing.T) { testDrainThroughAWatermarkIsAPartialMark(t, open(t)) })
+	t.Run("RoleFoldInterleavedWithEveryOperation", func(t *testing.T) { testRoleFoldInterleaved(t, open(t)) })
 	t.Run("SecondRoleDrainLeavesTheFoldToTheFolder", func(t *testing.T) { testSecondRoleDrain(t, open(t)) })
 }
 
@@ -112,7 +115,17 @@ func View(t *testing.T, s mailroom.Store, who context.Context) string {
 		if fmt.Sprint(m.ReadAt) != fmt.Sprint(r.ReadAt) {
 			t.Fatalf("%s: get says readAt %v, the listing %v", r.MessageID, m.ReadAt, r.ReadAt)
 		}
-		fmt.Fprintf(&b, "%s read %v archived %v\n", r.MessageID, r.ReadAt, r.ArchivedAt)
+		by, got := "-", "-"
+		if r.ReadBy != nil {
+			by = *r.ReadBy
+		}
+		if m.ReadBy != nil {
+			got = *m.ReadBy
+		}
+		if got != by {
+			t.Fatalf("%s: get says readBy %s, the listing %s", r.MessageID, got, by)
+		}
+		fmt.Fprintf(&b, "%s read %v by %s archived %v\n", r.MessageID, r.ReadAt, by, r.ArchivedAt)
 	}
 	st, err := s.Status(who)
 	if err != nil {
@@ -136,17 +149,30 @@ func View(t *testing.T, s mailroom.Store, who context.Context) string {
 // step i (an operation between chunks).
 func (h HeldFold) stepAll(t *testing.T, bob context.Context, before func(i int)) int {
 	t.Helper()
+	return h.stepAllFor(t, []context.Context{bob}, before)
+}
+
+// stepAllFor is stepAll for what each of who sees.
+func (h HeldFold) stepAllFor(t *testing.T, who []context.Context, before func(i int)) int {
+	t.Helper()
 	steps := 0
+	view := func() string {
+		var b strings.Builder
+		for _, c := range who {
+			b.WriteString(View(t, h.Store, c) + "\n")
+		}
+		return b.String()
+	}
 	for i := 0; ; i++ {
 		before(i)
-		was := View(t, h.Store, bob)
+		was := view()
 		more, err := h.Step(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		steps++
-		if now := View(t, h.Store, bob); now != was {
-			t.Fatalf("fold step %d changed what bob sees:\nbefore\n%s\nafter\n%s", steps, was, now)
+		if now := view(); now != was {
+			t.Fatalf("fold step %d changed what the readers see:\nbefore\n%s\nafter\n%s", steps, was, now)
 		}
 		h.Check(t, fmt.Sprintf("after fold step %d", steps))
 		if !more {
@@ -333,4 +359,123 @@ func testDrainThroughAWatermarkIsAPartialMark(t *testing.T, h HeldFold) {
 		t.Fatalf("marks left after the fold: %v", m)
 	}
 	unread("after the fold")
+}
+
+// A role queue's fold changes nothing any holder sees: bob drains a queue
+// he and carol hold (a role mark, the role's: his readAt and readBy for
+// both), then every write of role read state runs between the fold's
+// chunks (4 deliveries each), by either holder, and after each step what
+// both see is what it was before the step, and counts match a recount.
+// Then writes that must fold a partly folded role mark first: carol's
+// mark_unread of a covered message, and her drain.
+func testRoleFoldInterleaved(t *testing.T, h HeldFold) {
+	ctx, s, e := context.Background(), h.Store, newEnv(t, h.Store)
+	h.SetChunk(4)
+	alice, bob, carol := e.as("alice"), e.as("bob"), e.as("carol")
+	e.grant("bob", "ops")
+	e.grant("carol", "ops")
+	var ids []string
+	send := func() string {
+		id := e.send("alice", "role:ops").MessageID
+		ids = append(ids, id)
+		return id
+	}
+	for range 30 {
+		send()
+	}
+	early := ids[3]
+	if res := s.MarkRead(carol, []string{early}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	roleMarks := func() int {
+		if h.RoleMarkDrains == nil {
+			return 0
+		}
+		return h.RoleMarkDrains()
+	}
+	drain := func(who context.Context, want int) {
+		t.Helper()
+		was := roleMarks()
+		rc, err := s.MarkAllRead(who, "", true)
+		if err != nil || rc.ReadCount != want || rc.DurableCount != want {
+			t.Fatalf("drain: %+v %v, want %d", rc, err, want)
+		}
+		if h.RoleMarkDrains != nil && roleMarks() == was {
+			t.Fatal("the role drain wrote no role mark")
+		}
+	}
+	drain(bob, 29)
+	if m := h.marks(t); len(m) != 1 {
+		t.Fatalf("marks %v, want the role's", m)
+	}
+	ops := []struct {
+		name string
+		do   func() error
+	}{
+		{"carol archives a covered message", func() error { _, err := s.Archive(carol, ids[10]); return err }},
+		{"a send to the role", func() error { send(); return nil }},
+		{"carol marks a covered message read", func() error { return s.MarkRead(carol, []string{ids[20]})[0].Err }},
+		{"bob unarchives it", func() error { _, err := s.Unarchive(bob, ids[10]); return err }},
+		{"carol deletes a covered message", func() error { _, err := s.Delete(carol, ids[25]); return err }},
+		{"alice retracts one", func() error { _, err := s.Retract(alice, ids[26]); return err }},
+		{"bob archives an unfolded one", func() error { _, err := s.Archive(bob, ids[28]); return err }},
+		{"carol marks the new one read", func() error { return s.MarkRead(carol, []string{ids[30]})[0].Err }},
+	}
+	steps := h.stepAllFor(t, []context.Context{bob, carol}, func(i int) {
+		if i < len(ops) {
+			if err := ops[i].do(); err != nil {
+				t.Fatalf("%s: %v", ops[i].name, err)
+			}
+		}
+	})
+	if steps < 8 {
+		t.Fatalf("the fold took %d steps of 4 deliveries, want about 8", steps)
+	}
+	if m := h.marks(t); len(m) != 0 {
+		t.Fatalf("marks left after the fold: %v", m)
+	}
+	for _, id := range ids[:30] {
+		if id == ids[25] || id == early || id == ids[30] {
+			continue
+		}
+		m, err := s.Get(bob, id)
+		if err != nil || m.ReadAt == nil || m.ReadBy == nil || *m.ReadBy != "@bob" {
+			t.Fatalf("%s after the fold: readAt %v readBy %v %v, want read by @bob", id, m.ReadAt, m.ReadBy, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		do   func() error
+	}{
+		{"carol's mark_unread of a covered message", func() error { _, err := s.MarkUnread(carol, ids[5]); return err }},
+		{"carol's drain", func() error { send(); drain(carol, 1); return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			send()
+			st, err := s.Status(bob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			drain(bob, st.Unread.Total)
+			if _, err := h.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := h.marks(t)
+			if len(before) != 1 {
+				t.Fatalf("marks %v, want the role's, partly folded", before)
+			}
+			if err := tc.do(); err != nil {
+				t.Fatal(err)
+			}
+			h.Check(t, "after "+tc.name)
+			now := h.marks(t)
+			if len(now) > 0 && fmt.Sprint(now) == fmt.Sprint(before) {
+				t.Fatalf("the mark %v is left after a write that must fold it", now)
+			}
+			if st, err := s.Status(carol); err != nil || (tc.name != "carol's drain") != (st.Unread.Total == 1) {
+				t.Fatalf("carol's unread after %s: %+v %v", tc.name, st.Unread, err)
+			}
+		})
+	}
+	h.Check(t, "at the end")
 }
