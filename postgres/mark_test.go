@@ -156,62 +156,86 @@ func TestDrainByMarkHoldsWritesToTheMailbox(t *testing.T) {
 		}, false},
 		{"delete", func(bob context.Context, s *postgres.Store, id string) error { _, err := s.Delete(bob, id); return err }, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			var during func()
-			s := heldFold(t, storetest.NewClock().Now, postgres.Hooks{AfterMark: func() { during() }})
-			alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
-			var ids []string
-			for range 5 {
-				r, err := s.Send(alice, draft(t, "@bob"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, r.MessageID)
+		for _, role := range []bool{false, true} {
+			name := tc.name
+			if role {
+				// A role queue's mark, the write another holder's.
+				name = "role queue/" + name
 			}
-			var wg sync.WaitGroup
-			var werr error
-			during = func() {
-				wg.Add(1)
-				go func() { defer wg.Done(); werr = tc.write(bob, s, ids[2]) }()
-				// Commit once the write waits for a lock.
-				deadline := time.Now().Add(20 * time.Second)
-				for {
-					var waiting bool
-					if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)`).Scan(&waiting); err != nil {
-						t.Error(err)
-						return
-					}
-					if waiting || time.Now().After(deadline) {
-						return
-					}
-					time.Sleep(time.Millisecond)
-				}
-			}
-			rc, err := s.MarkAllRead(bob, "", false)
-			wg.Wait()
-			if err != nil || werr != nil || rc.MatchedCount != 5 || postgres.MarkDrains(s) != 1 {
-				t.Fatalf("drain %+v %v, %s %v", rc, err, tc.name, werr)
-			}
-			checkNoMismatch(t, s, "after the drain and the "+tc.name)
-			st, err := s.Status(bob)
-			if err != nil {
+			t.Run(name, func(t *testing.T) { testDrainByMarkHoldsWrites(t, tc.name, role, tc.write, tc.read) })
+		}
+	}
+}
+
+func testDrainByMarkHoldsWrites(t *testing.T, name string, role bool, write func(bob context.Context, s *postgres.Store, id string) error, read bool) {
+	tc := struct {
+		name  string
+		write func(bob context.Context, s *postgres.Store, id string) error
+		read  bool
+	}{name, write, read}
+	ctx := context.Background()
+	var during func()
+	s := heldFold(t, storetest.NewClock().Now, postgres.Hooks{AfterMark: func() { during() }})
+	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
+	to, writer, drains := "@bob", bob, postgres.MarkDrains
+	if role {
+		carol := agent(t, s, "carol")
+		for _, who := range []string{"bob", "carol"} {
+			if err := s.GrantRole(ctx, who, "ops"); err != nil {
 				t.Fatal(err)
 			}
-			want := 0
-			if tc.name == "mark_unread" {
-				want = 1
+		}
+		to, writer, drains = "role:ops", carol, postgres.QueueMarkDrains
+	}
+	var ids []string
+	for range 5 {
+		r, err := s.Send(alice, draft(t, to))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.MessageID)
+	}
+	var wg sync.WaitGroup
+	var werr error
+	during = func() {
+		wg.Add(1)
+		go func() { defer wg.Done(); werr = tc.write(writer, s, ids[2]) }()
+		// Commit once the write waits for a lock.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var waiting bool
+			if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)`).Scan(&waiting); err != nil {
+				t.Error(err)
+				return
 			}
-			if st.Unread.Total != want {
-				t.Fatalf("unread after the drain and the %s: %+v, want %d", tc.name, st.Unread, want)
+			if waiting || time.Now().After(deadline) {
+				return
 			}
-			if tc.name != "delete" {
-				m, err := s.Get(bob, ids[2])
-				if err != nil || (m.ReadAt != nil) != tc.read {
-					t.Fatalf("after the %s: readAt %v %v", tc.name, m.ReadAt, err)
-				}
-			}
-		})
+			time.Sleep(time.Millisecond)
+		}
+	}
+	rc, err := s.MarkAllRead(bob, "", role)
+	wg.Wait()
+	if err != nil || werr != nil || rc.MatchedCount != 5 || drains(s) != 1 {
+		t.Fatalf("drain %+v %v, %s %v", rc, err, tc.name, werr)
+	}
+	checkNoMismatch(t, s, "after the drain and the "+tc.name)
+	st, err := s.Status(writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	if tc.name == "mark_unread" {
+		want = 1
+	}
+	if st.Unread.Total != want {
+		t.Fatalf("unread after the drain and the %s: %+v, want %d", tc.name, st.Unread, want)
+	}
+	if tc.name != "delete" {
+		m, err := s.Get(writer, ids[2])
+		if err != nil || (m.ReadAt != nil) != tc.read {
+			t.Fatalf("after the %s: readAt %v %v", tc.name, m.ReadAt, err)
+		}
 	}
 }
 

@@ -344,6 +344,9 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 					queueMarks, queueCounts = append(queueMarks, k), append(queueCounts, int(n))
 					queued += int(n)
 				}
+				if len(queueMarks) > 0 && s.hooks.AfterMark != nil {
+					s.hooks.AfterMark()
+				}
 			}
 		}
 		// By a mark when the role rows stay as they are (their read state
