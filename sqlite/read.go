@@ -466,8 +466,9 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(json_group_array(did), '[]') FROM (`+inboxBranches(unread, "")[0]+`)`, me.ID, "[]", limit).Scan(&n, &markedPersonal); err != nil {
 					return err
 				}
-				rc.SnapshotAt = tx.now()
+				// One reading of the clock: readAt is snapshotAt.
 				at = ts(tx.now())
+				rc.SnapshotAt = parseTS(at)
 			}
 			if len(rolesTouched) > 0 {
 				// The role queues' share, from the same snapshot: a
@@ -492,7 +493,10 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			}
 		}
 		if !byMark {
-			at = ts(tx.now())
+			// The snapshot's time, taken in the read: readAt is
+			// snapshotAt, as on the paths above.
+			at = ts(rc.SnapshotAt)
+			rc.SnapshotAt = parseTS(at)
 		}
 		if markedRole != "[]" {
 			k, err := markRoles(ctx, tx, me.ID, at, markedRole)
