@@ -2,11 +2,13 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom"
 	"github.com/mailroom/mailroom/sqlite"
@@ -198,6 +200,69 @@ func TestConcurrentDrainsCountEachMessageOnce(t *testing.T) {
 	checkNoMismatch(t, s, "after two drains of one snapshot")
 	st, err := s.Status(bob)
 	if err != nil || st.Unread.Total != 1 {
+		t.Fatalf("unread %+v %v, want only %s", st.Unread, err, late)
+	}
+}
+
+// A purge between a drain's snapshot and its write that removes the
+// newest message frees its seq and its delivery's id (a rowid is the
+// largest plus one), and a message sent then gets them: the drain must
+// not read that message, which it never snapshotted.
+func TestDrainLeavesMailReusingAPurgedIDUnread(t *testing.T) {
+	t.Parallel()
+	var (
+		s                    *sqlite.Store
+		alice, bob           context.Context
+		newest, late, reused string
+		ran                  bool
+	)
+	ctx := context.Background()
+	hooks := &sqlite.Hooks{AfterSnapshot: func() {
+		if ran {
+			return
+		}
+		ran = true
+		if _, err := s.Archive(bob, newest); err != nil { // read or archived: a purge may take it
+			t.Error(err)
+		}
+		if rep, err := s.Purge(ctx, mailroom.PurgeRequest{Before: time.Now().Add(time.Hour)}); err != nil || rep.Messages != 1 {
+			t.Errorf("purge %+v %v", rep, err)
+		}
+		r, err := s.Send(alice, benchstore.Draft())
+		if err != nil {
+			t.Error(err)
+		}
+		late = r.MessageID
+		reused = fmt.Sprint(sqlite.DeliveryIDs(ctx, t, s))
+	}}
+	s = open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{Hooks: hooks, Now: storetest.NewClock().Now})
+	alice, bob = agent(t, s, "alice"), agent(t, s, "bob")
+	var ids []string
+	for range 3 {
+		r, err := s.Send(alice, benchstore.Draft())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.MessageID)
+	}
+	newest = ids[2]
+	before := fmt.Sprint(sqlite.DeliveryIDs(ctx, t, s))
+	rc, err := s.MarkAllRead(bob, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reused != before {
+		t.Fatalf("the new message did not reuse the purged delivery's id: %s, then %s", before, reused)
+	}
+	m, err := s.Get(bob, late)
+	if err != nil || m.ReadAt != nil {
+		t.Fatalf("the message sent after the snapshot, on a purged id: readAt %v %v", m.ReadAt, err)
+	}
+	if rc.ReadCount != 2 || rc.DurableCount != 2 {
+		t.Fatalf("receipt %+v, want the 2 left of the snapshot", rc)
+	}
+	checkNoMismatch(t, s, "after the drain")
+	if st, err := s.Status(bob); err != nil || st.Unread.Total != 1 {
 		t.Fatalf("unread %+v %v, want only %s", st.Unread, err, late)
 	}
 }

@@ -191,3 +191,12 @@ func PoolStats(s *Store) sql.DBStats { return s.db.Stats() }
 // WritersWaiting reports whether a write of this process waits for the
 // write lock.
 func WritersWaiting(s *Store) bool { return s.fgWaiting.Load() > 0 }
+
+// DeliveryIDs lists every delivery's id, in order.
+func DeliveryIDs(ctx context.Context, t testing.TB, s *Store) []string {
+	ids, err := strs(ctx, s, `SELECT id FROM delivery ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}

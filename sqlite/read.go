@@ -745,15 +745,16 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) (int, err
 	if _, err := tx.ExecContext(ctx, `WITH k (role, archived, priority, human, n, seqs) AS (
 			SELECT d.role, d.archived_at IS NOT NULL, m.priority, s.kind = 'human', count(*), sum(d.message_seq)
 			FROM json_each(?1) j CROSS JOIN delivery d ON d.id = j.value JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
-			WHERE d.role IS NOT NULL AND `+roleUnreadD+` GROUP BY 1, 2, 3, 4)
+			WHERE d.role IS NOT NULL AND `+roleUnreadD+` AND d.delivered_at <= ?2 GROUP BY 1, 2, 3, 4)
 		INSERT INTO role_count (role, archived, unread, priority, human, n, seqs)
 			SELECT k.role, k.archived, u.unread, k.priority, k.human, CASE WHEN u.unread THEN -k.n ELSE k.n END, CASE WHEN u.unread THEN -k.seqs ELSE k.seqs END
 			FROM k CROSS JOIN (SELECT 1 AS unread UNION ALL SELECT 0) u WHERE 1
-		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids); err != nil {
+		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids, at); err != nil {
 		return 0, err
 	}
+	// From before at only, as markPersonal.
 	res, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL
-		AND message_seq > `+roleMarkOf(`delivery.role`), at, me, ids)
+		AND message_seq > `+roleMarkOf(`delivery.role`)+` AND delivered_at <= ?1`, at, me, ids)
 	if err != nil {
 		return 0, err
 	}
@@ -767,8 +768,11 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) (int, err
 // kept for role deliveries only (see marker). Setting it would cost the
 // drain a third: a foreign-key column in SET makes SQLite check each row's
 // parent and run the UPDATE in two passes (collect the rowids, then seek
-// each again).
-const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL`
+// each again). Only deliveries from before ?1 (the snapshot's time): a
+// purge between a drain's snapshot and its write may free the ids of the
+// newest deliveries, and a message sent then reuses them (a rowid is the
+// largest plus one); that message is not the snapshot's.
+const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL AND delivered_at <= ?1`
 
 // markCounted marks the snapshot's personal deliveries (JSON ids in
 // marked) read, taking them out of their counts first and putting them
