@@ -307,3 +307,58 @@ func TestPurgeRace(t *testing.T) {
 		}}
 	})
 }
+
+// A drain with includeRoles by a holder with personal mail too: the
+// personal part is a mark and the queue's a role mark, in one drain; both
+// holders' views do not change through the fold, mail sent after the
+// drain stays unread, and counts match a recount.
+func TestDrainWithRolesMarksBothParts(t *testing.T) {
+	ctx := context.Background()
+	s := heldFold(t, storetest.NewClock().Now, postgres.Hooks{})
+	alice, bob, carol := agent(t, s, "alice"), agent(t, s, "bob"), agent(t, s, "carol")
+	for _, who := range []string{"bob", "carol"} {
+		if err := s.GrantRole(ctx, who, "ops"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 12 {
+		for _, to := range []string{"@bob", "role:ops"} {
+			if _, err := s.Send(alice, draft(t, to)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rc, err := s.MarkAllRead(bob, "", true)
+	if err != nil || rc.ReadCount != 24 || rc.DurableCount != 24 || postgres.MarkDrains(s) != 1 || postgres.QueueMarkDrains(s) != 1 {
+		t.Fatalf("drain %+v %v (personal marks %d, role marks %d)", rc, err, postgres.MarkDrains(s), postgres.QueueMarkDrains(s))
+	}
+	if len(marks(t, s)) != 2 {
+		t.Fatalf("marks %v, want bob's and the queue's", marks(t, s))
+	}
+	checkNoMismatch(t, s, "after the drain")
+	late, err := s.Send(alice, draft(t, "@bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := func() string { return storetest.View(t, s, bob) + storetest.View(t, s, carol) }
+	before := views()
+	for i := 0; ; i++ {
+		more, err := postgres.FoldStep(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now := views(); now != before {
+			t.Fatalf("fold step %d changed what the holders see:\n%s\n%s", i, before, now)
+		}
+		if !more {
+			break
+		}
+	}
+	checkNoMismatch(t, s, "after the fold")
+	if m, err := s.Get(bob, late.MessageID); err != nil || m.ReadAt != nil {
+		t.Fatalf("mail after the drain: %v %v", m.ReadAt, err)
+	}
+	if st, err := s.Status(carol); err != nil || st.Unread.Total != 0 {
+		t.Fatalf("carol after bob's drain: %+v %v", st.Unread, err)
+	}
+}

@@ -256,9 +256,10 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	var byMark *readMark      // the drain's mark, when it wrote one
 	var queueMarks []readMark // the role queues' marks it wrote
 	var queueCounts []int     // and what each read
+	var personal int          // read by byMark
 	rc := mailroom.DrainReceipt{Failures: []mailroom.Failure{}}
 	err = s.write(ctx, func(tx pgx.Tx) error {
-		marked, byMark, queueMarks, queueCounts = drained{}, nil, nil, nil
+		marked, byMark, personal, queueMarks, queueCounts = drained{}, nil, 0, nil, nil
 		roles, err := rolesOf(ctx, tx, me)
 		if err != nil {
 			return err
@@ -349,9 +350,11 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 				}
 			}
 		}
-		// By a mark when the role rows stay as they are (their read state
-		// is the role's) and no test hook wants the row path.
-		if !left && unread > 0 && (!includeRoles || len(roles.ids) == 0) && s.hooks.AfterSnapshot == nil {
+		// The personal part by a mark when no test hook wants the row
+		// path (with includeRoles, through the drain's end: the role
+		// queues and anything personal above the mark are left to the
+		// row statement).
+		if !left && unread > 0 && s.hooks.AfterSnapshot == nil {
 			upTo := limit
 			if upTo < 0 {
 				upTo = math.MaxInt64
@@ -359,8 +362,10 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			var n, withheld int64
 			k := readMark{recipient: me.ID, at: rc.SnapshotAt}
 			err := tx.QueryRow(ctx, drainByMarkSQL, pgx.QueryExecModeExec, me.ID, roles.ids, roles.own, limit, rc.SnapshotAt, upTo).Scan(&n, &k.through, &withheld)
-			if err == nil {
-				byMark, marked.total, rc.WithheldRoleCount = &k, int(n), int(withheld)
+			if err == nil && includeRoles && len(roles.ids) > 0 {
+				byMark, personal, marked.total = &k, int(n), int(n)
+			} else if err == nil {
+				byMark, personal, marked.total, rc.WithheldRoleCount = &k, int(n), int(n), int(withheld)
 				if s.hooks.AfterMark != nil {
 					s.hooks.AfterMark()
 				}
@@ -423,12 +428,13 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 	rc.MatchedCount, rc.ReadCount = marked.total, marked.total
 	if byMark != nil {
 		s.markDrains.Add(1)
-		rc.DurableCount, err = s.markedCount(ctx, *byMark, marked.total)
+		rc.DurableCount, err = s.markedCount(ctx, *byMark, personal)
 		s.wakeFolder() // after the read-back, which a fold would slow
 		if err != nil {
 			return mailroom.DrainReceipt{}, err
 		}
-	} else if marked.total > 0 {
+	}
+	if marked.total > personal {
 		for i, k := range queueMarks {
 			n, err := s.markedCount(ctx, k, queueCounts[i])
 			if err != nil {
