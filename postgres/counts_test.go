@@ -130,7 +130,8 @@ func TestDeliveryCountKeysMigrationBackfills(t *testing.T) {
 		`DROP TABLE role_hint, role_later, role_unread`, // and 0009's
 		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
 		`ALTER TABLE mailbox_count DROP COLUMN seqs`, // and 0010's
-		`DROP TABLE read_mark`, // and 0012's
+		`DROP TABLE read_mark`,                                                                            // and 0012's
+		`ALTER TABLE message DROP COLUMN audience`, `CREATE INDEX message_fts ON message USING gin (fts)`, // and 0013's
 		`DELETE FROM schema_migration WHERE version >= 8`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
@@ -307,7 +308,8 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 		`DROP TABLE role_hint, role_later, role_unread`,
 		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
 		`ALTER TABLE mailbox_count DROP COLUMN seqs`, // and 0010's
-		`DROP TABLE read_mark`, // and 0012's
+		`DROP TABLE read_mark`,                                                                            // and 0012's
+		`ALTER TABLE message DROP COLUMN audience`, `CREATE INDEX message_fts ON message USING gin (fts)`, // and 0013's
 		`DELETE FROM schema_migration WHERE version >= 9`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {

@@ -59,6 +59,23 @@ func RangeSearches(s *Store, span int64, stages int) {
 	s.force = searchForce{span: span, stages: stages}
 }
 
+// NarrowAllSearches makes every search of s ask for the caller's
+// audience tokens, as a search by a reader sent little of the store does.
+func NarrowAllSearches(s *Store) { s.narrow = 1 }
+
+// NarrowNoSearches makes no search of s ask for audience tokens: every
+// search examines every match, as before migration 0013.
+func NarrowNoSearches(s *Store) { s.narrow = -1 }
+
+// Audiences lists every message's audience tokens, sorted, as "seq: tokens".
+func Audiences(ctx context.Context, s *Store) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq || ': ' || array_to_string(ARRAY(SELECT unnest(audience) ORDER BY 1), ' ') FROM message ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // FoldStep folds one chunk of some read mark, as the store's folder does
 // (a test opens the store with Hooks.HoldFold and steps it), and reports
 // whether any mark is left.

@@ -409,7 +409,7 @@ func TestSearchRangesAcrossBucketsKeepTheResults(t *testing.T) {
 			in.Cursor = p.NextCursor
 		}
 	}
-	index := open(t, url, postgres.Options{})
+	index := openWide(t, url)
 	postgres.RangeSearches(index, 1, 0) // no range: the whole index
 	for _, c := range []struct {
 		name   string
@@ -420,7 +420,7 @@ func TestSearchRangesAcrossBucketsKeepTheResults(t *testing.T) {
 		{"one range of 5,000, then the index", 5_000, 1},
 		{"one range of them all", 1 << 40, 1},
 	} {
-		r := open(t, url, postgres.Options{})
+		r := openWide(t, url)
 		postgres.RangeSearches(r, c.span, c.stages)
 		for _, who := range []string{"bob", "carol"} {
 			// ½ is a word to mailroom but holds no lexeme for PostgreSQL's

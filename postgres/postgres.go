@@ -91,7 +91,11 @@ type Store struct {
 	// force, set by tests, makes every search take its stages
 	// (searchPlan).
 	force searchForce
-	words wordStats // recent queries' word statistics
+	// narrow, set by tests, makes every search ask for the caller's
+	// audience tokens (1; searchPlan.audience), so small stores cover that
+	// path, or none (-1); 0 decides by the counts.
+	narrow int
+	words  wordStats // recent queries' word statistics
 
 	changes   *mailroom.ChangeHub
 	channel   string // the schema's NOTIFY channel

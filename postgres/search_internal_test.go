@@ -66,6 +66,30 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 	if k, _, _ := every.next(1, 900_000, 5_000, 300, cost); kind != walkStage || k != indexStage {
 		t.Errorf("a word in every message: stage %d, then %d after it ran out; want a walk, then the index", kind, k)
 	}
+	// Narrowed to the caller's tokens (a reader sent little of the store):
+	// the index for the shapes measured at 1M (its cost is the caller's
+	// matches), a walk where the caller's rows are dense near the top.
+	aud := []int64{0, 4}
+	for _, c := range []struct {
+		name  string
+		freqs []float64
+		inbox float64
+		want  stageKind
+	}{
+		{"narrowed, five words in 45% each, 1% mine", five, 10_500, indexStage},
+		{"narrowed, a word in every message, 1% mine", []float64{1}, 10_500, indexStage},
+		{"narrowed, a word in 45%, 1% mine", []float64{0.441}, 10_500, indexStage},
+		{"narrowed, a word in every message, 45% mine", []float64{1}, 450_000, walkStage},
+		{"narrowed, a word ANALYZE did not keep", []float64{0.45, 0}, 10_500, indexStage},
+	} {
+		p := searchPlan{freqs: c.freqs, newest: 1_000_000, inbox: c.inbox, audience: aud}
+		if kind, _, _ := p.next(0, 1_000_001, 10_000, 501, 0); kind != c.want {
+			t.Errorf("%s: stage %d, want %d", c.name, kind, c.want)
+		}
+		if kind, _, _ := p.next(1, 900_000, 10_000, 300, 1); kind != indexStage {
+			t.Errorf("%s, after a stage: %d, want the index", c.name, kind)
+		}
+	}
 	walk := searchPlan{force: searchForce{walk: 7}, newest: 100}
 	if k, lo, _ := walk.next(0, 3, 10, 5, 0); k != walkStage || lo != 0 {
 		t.Errorf("a forced walk below seq 3: stage %d from %d, want a walk from 0", k, lo)
@@ -120,9 +144,9 @@ func TestWordStatsAreKeptForAWhile(t *testing.T) {
 	}
 }
 
-// The index's second column (migration 0011) is the expression a search
-// builds: one that differed would leave the buckets to a filter over every
-// match of the words, with the same results.
+// The index's columns (migrations 0011, 0013) are the expressions a
+// search builds: one that differed would leave the buckets or the audience
+// to a filter over every match of the words, with the same results.
 func TestSearchesUseTheBucketIndex(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, pgtest.URL(t), Options{})
@@ -134,6 +158,8 @@ func TestSearchesUseTheBucketIndex(t *testing.T) {
 	for _, q := range []string{
 		`SELECT seq FROM message WHERE ` + search,
 		`SELECT seq FROM message WHERE ` + search + ` AND ` + bucketQuery(1, 40_000),
+		`SELECT seq FROM message WHERE ` + search + ` AND ` + audienceCond([]int64{0, 3, -3}, false),
+		`SELECT seq FROM message WHERE ` + search + ` AND ` + audienceCond([]int64{0, 3}, false) + ` AND ` + bucketQuery(1, 40_000),
 	} {
 		tx, err := s.Pool().Begin(ctx)
 		if err != nil {

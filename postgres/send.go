@@ -205,6 +205,16 @@ func (w sendWrites) args() []any {
 	}
 }
 
+// audienceSQL is a message's audience tokens (migration 0013) from SQL
+// for its sender's id, its direct recipients' ids, whether it is
+// broadcast and its role queues' mailboxes: -sender, each direct
+// recipient, 0 for a broadcast, each role queue. The migration's backfill
+// writes the same from the resolved addresses.
+func audienceSQL(sender, direct, broadcast, roleBoxes string) string {
+	return `ARRAY[-` + sender + `::bigint] || coalesce(` + direct + `::bigint[], '{}') || CASE WHEN ` + broadcast +
+		`::boolean THEN '{0}'::bigint[] ELSE '{}' END || coalesce(` + roleBoxes + `, '{}')`
+}
+
 // sendSQL writes one message with every edge in one statement and returns
 // its recipient count. The caller holds the send lock (an earlier
 // statement of the same transaction) and has created its role queues.
@@ -214,13 +224,13 @@ func (w sendWrites) args() []any {
 // Shared keys (sessions, tickets, concepts) are inserted in sorted order,
 // so that concurrent writers take their locks in one order. Foreign keys
 // are checked at the end of the statement, after every part has run.
-const sendSQL = `WITH
+var sendSQL = `WITH
 	th AS (INSERT INTO thread (id, created_at) SELECT $7, $4 WHERE $10),
 	se AS (INSERT INTO session (id) SELECT unnest($11::text[]) ORDER BY 1 ON CONFLICT DO NOTHING),
 	tk AS (INSERT INTO ticket (id) SELECT unnest($17::text[]) ORDER BY 1 ON CONFLICT DO NOTHING),
 	co AS (INSERT INTO concept (id, name) SELECT * FROM unnest($18::text[], $19::text[]) ORDER BY 1 ON CONFLICT DO NOTHING),
-	m AS (INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq),
+	m AS (INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to, audience)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, ` + audienceSQL("$6", "$13", "$14", `(SELECT array_agg(mailbox_id) FROM role WHERE name = ANY($15::text[]))`) + `) RETURNING seq),
 	mt AS (INSERT INTO message_to (message_seq, position, address)
 		SELECT m.seq, a.pos - 1, a.address FROM m, unnest($12::text[]) WITH ORDINALITY AS a(address, pos)),
 	d AS (INSERT INTO delivery (recipient, message_seq, via, delivered_at, priority, human)
@@ -392,8 +402,9 @@ func (p sendPlan) storeMany(ctx context.Context, tx pgx.Tx, me mailroom.Identity
 	}
 	direct := slices.Compact(slices.Sorted(slices.Values(p.direct)))
 	_, err := tx.Exec(ctx, `WITH m AS (
-			INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to)
-			SELECT x.id, $3, $4, $5, $6, $7, x.thread, $8, $9 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(id, thread, n)
+			INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to, audience)
+			SELECT x.id, $3, $4, $5, $6, $7, x.thread, $8, $9, `+audienceSQL("$7", "$11", "$12", "$13::bigint[]")+`
+			FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(id, thread, n)
 			ORDER BY x.n RETURNING seq),
 		t AS (INSERT INTO message_to (message_seq, position, address)
 			SELECT m.seq, a.pos - 1, a.address FROM m, unnest($10::text[]) WITH ORDINALITY AS a(address, pos)),
