@@ -67,8 +67,9 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 		t.Errorf("a word in every message: stage %d, then %d after it ran out; want a walk, then the index", kind, k)
 	}
 	// Narrowed to the caller's tokens (a reader sent little of the store):
-	// the index for the shapes measured at 1M (its cost is the caller's
-	// matches), a walk where the caller's rows are dense near the top.
+	// the index when the caller's matches are rare in the store (its cost
+	// is theirs), a range where they are dense enough near the top, a walk
+	// where the caller is sent nearly half of it.
 	aud := []int64{0, 4}
 	for _, c := range []struct {
 		name  string
@@ -77,7 +78,7 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 		want  stageKind
 	}{
 		{"narrowed, five words in 45% each, 1% mine", five, 10_500, indexStage},
-		{"narrowed, a word in every message, 1% mine", []float64{1}, 10_500, indexStage},
+		{"narrowed, a word in every message, 1% mine", []float64{1}, 10_500, rangeStage},
 		{"narrowed, a word in 45%, 1% mine", []float64{0.441}, 10_500, indexStage},
 		{"narrowed, a word in every message, 45% mine", []float64{1}, 450_000, walkStage},
 		{"narrowed, a word ANALYZE did not keep", []float64{0.45, 0}, 10_500, indexStage},
@@ -86,8 +87,8 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 		if kind, _, _ := p.next(0, 1_000_001, 10_000, 501, 0); kind != c.want {
 			t.Errorf("%s: stage %d, want %d", c.name, kind, c.want)
 		}
-		if kind, _, _ := p.next(1, 900_000, 10_000, 300, 1); kind != indexStage {
-			t.Errorf("%s, after a stage: %d, want the index", c.name, kind)
+		if kind, _, _ := p.next(1, 900_000, 10_000, 300, 1e9); kind != indexStage {
+			t.Errorf("%s, after stages that cost the index: %d, want the index", c.name, kind)
 		}
 	}
 	walk := searchPlan{force: searchForce{walk: 7}, newest: 100}
