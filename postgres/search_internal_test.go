@@ -79,7 +79,7 @@ func TestSearchPlanChoosesTheCheaperWay(t *testing.T) {
 	}{
 		{"narrowed, five words in 45% each, 1% mine", five, 10_500, indexStage},
 		{"narrowed, a word in every message, 1% mine", []float64{1}, 10_500, rangeStage},
-		{"narrowed, a word in 45%, 1% mine", []float64{0.441}, 10_500, indexStage},
+		{"narrowed, a word in 45%, 1% mine", []float64{0.441}, 10_500, rangeStage},
 		{"narrowed, a word in every message, 45% mine", []float64{1}, 450_000, walkStage},
 		{"narrowed, a word ANALYZE did not keep", []float64{0.45, 0}, 10_500, indexStage},
 	} {
