@@ -131,7 +131,7 @@ func TestDeliveryCountKeysMigrationBackfills(t *testing.T) {
 		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
 		`ALTER TABLE mailbox_count DROP COLUMN seqs`, // and 0010's
 		`DROP TABLE read_mark`,                                                                            // and 0012's
-		`ALTER TABLE message DROP COLUMN audience`, `CREATE INDEX message_fts ON message USING gin (fts)`, // and 0013's
+		`ALTER TABLE message DROP COLUMN audience`, `CREATE INDEX message_fts ON message USING gin (fts)`, // and 0014's
 		`DELETE FROM schema_migration WHERE version >= 8`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
@@ -309,7 +309,7 @@ func TestRoleCountMigrationBackfills(t *testing.T) {
 		`DELETE FROM mailbox_count WHERE recipient IN (SELECT mailbox_id FROM role)`,
 		`ALTER TABLE mailbox_count DROP COLUMN seqs`, // and 0010's
 		`DROP TABLE read_mark`,                                                                            // and 0012's
-		`ALTER TABLE message DROP COLUMN audience`, `CREATE INDEX message_fts ON message USING gin (fts)`, // and 0013's
+		`ALTER TABLE message DROP COLUMN audience`, `CREATE INDEX message_fts ON message USING gin (fts)`, // and 0014's
 		`DELETE FROM schema_migration WHERE version >= 9`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {

@@ -64,7 +64,7 @@ func RangeSearches(s *Store, span int64, stages int) {
 func NarrowAllSearches(s *Store) { s.narrow = 1 }
 
 // NarrowNoSearches makes no search of s ask for audience tokens: every
-// search examines every match, as before migration 0013.
+// search examines every match, as before migration 0014.
 func NarrowNoSearches(s *Store) { s.narrow = -1 }
 
 // Audiences lists every message's audience tokens, sorted, as "seq: tokens".

@@ -122,7 +122,7 @@ type searchPlan struct {
 }
 
 // A search by a reader sent less than half of the store (and every outbox
-// search) examines only the matches whose audience (migration 0013) holds
+// search) examines only the matches whose audience (migration 0014) holds
 // one of the caller's tokens, as SQLite's does: others' mail does not use
 // up its scan bound, and GIN steps through the caller's short token lists
 // instead of every match of the words. The listing's own rule still

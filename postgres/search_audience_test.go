@@ -13,7 +13,7 @@ import (
 )
 
 // A search by a reader sent less than half of the store narrows its
-// candidates to the caller's mail (migration 0013), as SQLite's does:
+// candidates to the caller's mail (migration 0014), as SQLite's does:
 // matches only others were sent do not use up its scan bound. A reader
 // sent more than half examines every match, as before.
 func TestSearchSkipsOthersMail(t *testing.T) {
@@ -93,7 +93,7 @@ func TestSearchesNarrowedKeepTheResults(t *testing.T) {
 	}
 }
 
-// A database from before migration 0013 gets every message's audience
+// A database from before migration 0014 gets every message's audience
 // from the migration's backfill, the same tokens Send and SendMany write,
 // and searches the same after it.
 func TestSearchAudienceMigrationBackfillsExistingMail(t *testing.T) {
@@ -169,12 +169,12 @@ func TestSearchAudienceMigrationBackfillsExistingMail(t *testing.T) {
 			found = append(found, search(s, who, box))
 		}
 	}
-	// Back to schema 12.
+	// Back to schema 13.
 	for _, q := range []string{
 		`DROP INDEX message_fts`,
 		`ALTER TABLE message DROP COLUMN audience`,
 		`CREATE INDEX message_fts ON message USING gin (fts, (ARRAY[seq >> 14]))`,
-		`DELETE FROM schema_migration WHERE version = 13`,
+		`DELETE FROM schema_migration WHERE version = 14`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -300,12 +300,12 @@ func TestSearchStagesKeepPagesWhileMailArrives(t *testing.T) {
 // included: the migration rebuilds the index from the rows it holds.
 func TestSearchBucketsMigrationKeepsTheResults(t *testing.T) {
 	e := newBucketEdge(t)
-	// Back to schema 10 (and without 0013's audience, which rebuilds the
+	// Back to schema 10 (and without 0014's audience, which rebuilds the
 	// index again after 0011).
 	for _, q := range []string{
 		`ALTER TABLE message DROP COLUMN audience`, // and its index
 		`CREATE INDEX message_fts ON message USING gin (fts)`,
-		`DELETE FROM schema_migration WHERE version IN (11, 13)`,
+		`DELETE FROM schema_migration WHERE version IN (11, 14)`,
 	} {
 		if _, err := e.s.Pool().Exec(e.ctx, q); err != nil {
 			t.Fatal(err)
@@ -375,7 +375,7 @@ func TestSearchBucketsMigrationKeepsTheResults(t *testing.T) {
 }
 
 // openWide opens a store whose searches never narrow to the caller's
-// audience (migration 0013): these tests compare the stages over every
+// audience (migration 0014): these tests compare the stages over every
 // match, and a narrowed search by a sparse reader through forced ranges of
 // a few seqs would walk the whole store for every page's total.
 func openWide(t *testing.T, url string) *postgres.Store {

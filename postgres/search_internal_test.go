@@ -145,7 +145,7 @@ func TestWordStatsAreKeptForAWhile(t *testing.T) {
 	}
 }
 
-// The index's columns (migrations 0011, 0013) are the expressions a
+// The index's columns (migrations 0011, 0014) are the expressions a
 // search builds: one that differed would leave the buckets or the audience
 // to a filter over every match of the words, with the same results.
 func TestSearchesUseTheBucketIndex(t *testing.T) {

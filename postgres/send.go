@@ -205,7 +205,7 @@ func (w sendWrites) args() []any {
 	}
 }
 
-// audienceSQL is a message's audience tokens (migration 0013) from SQL
+// audienceSQL is a message's audience tokens (migration 0014) from SQL
 // for its sender's id, its direct recipients' ids, whether it is
 // broadcast and its role queues' mailboxes: -sender, each direct
 // recipient, 0 for a broadcast, each role queue. The migration's backfill
