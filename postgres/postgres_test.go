@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -437,5 +438,58 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	ids, err := s2.Identities(ctx)
 	if err != nil || len(ids) != 1 || ids[0].Name != "alice" {
 		t.Fatalf("after the refused open: identities %+v, %v; want alice alone", ids, err)
+	}
+}
+
+// SendMany delivers to whom Send delivers for every kind of address,
+// a broadcast without a direct recipient included (its copies once
+// reached nobody: x = ANY(NULL) is not false).
+func TestSendManyDeliversAsSendDoes(t *testing.T) {
+	s := open(t, pgtest.URL(t), postgres.Options{})
+	ctx := context.Background()
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	readers := map[string]mailroom.Identity{}
+	for _, n := range []string{"bob", "carol", "dave"} {
+		readers[n], _ = s.EnsureAgent(ctx, n)
+	}
+	if err := s.GrantRole(ctx, "dave", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range [][]string{{"*"}, {"@bob"}, {"role:ops"}, {"*", "role:ops"}, {"@bob", "*"}, {"@carol", "role:ops"}} {
+		subject := fmt.Sprint(to)
+		d, err := mailroom.SendInput{To: to, Subject: subject, Body: "b"}.Draft(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.OriginSessionID = "SESSION:o"
+		if _, err := s.Send(mailroom.WithCaller(ctx, alice), d); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, 2); err != nil {
+			t.Fatal(err)
+		}
+		for name, who := range readers {
+			lim := mailroom.MaxLimit
+			f, err := mailroom.ListInput{Limit: &lim}.Filter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.List(mailroom.WithCaller(ctx, who), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, m := range p.Messages {
+				if m.Subject == subject {
+					n++
+				}
+			}
+			if n != 0 && n != 3 {
+				t.Errorf("to %v: %s sees %d of one Send and two SendMany copies, want 0 or 3", to, name, n)
+			}
+			if n == 0 && slices.Contains(to, "*") {
+				t.Errorf("to %v: %s sees none of the broadcast", to, name)
+			}
+		}
 	}
 }

@@ -400,7 +400,9 @@ func (p sendPlan) storeMany(ctx context.Context, tx pgx.Tx, me mailroom.Identity
 	if _, err := tx.Exec(ctx, `INSERT INTO concept (id, name) SELECT * FROM unnest($1::text[], $2::text[]) ORDER BY 1 ON CONFLICT DO NOTHING`, cids, cnames); err != nil {
 		return err
 	}
-	direct := slices.Compact(slices.Sorted(slices.Values(p.direct)))
+	// Not nil: a nil slice is NULL, and NOT (x = ANY(NULL)) would keep a
+	// broadcast with no direct recipient from everyone.
+	direct := append([]int64{}, slices.Compact(slices.Sorted(slices.Values(p.direct)))...)
 	_, err := tx.Exec(ctx, `WITH m AS (
 			INSERT INTO message (id, subject, body, created_at, priority, sender_id, thread_id, origin_session_id, in_reply_to, audience)
 			SELECT x.id, $3, $4, $5, $6, $7, x.thread, $8, $9, `+audienceSQL("$7", "$11", "$12", "$13::bigint[]")+`
