@@ -121,10 +121,11 @@ func (s *Store) SendSeq(ctx context.Context, sends iter.Seq[mailroom.BulkSend]) 
 // indexBulk adds messages first..last to the full-text index, as Send
 // does each one, in one statement: FTS5 writes a segment per statement
 // (it flushes at each statement's savepoint), and every segment is merged
-// later.
+// later. Newest first: the index's keys are -seq (ftsRowid), and FTS5
+// flushes at every key below the last one it wrote.
 func indexBulk(ctx context.Context, tx *ptx, first, last int64) error {
 	_, err := tx.Tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience)
-		SELECT seq, subject, body, audience FROM message_text WHERE seq BETWEEN ? AND ? ORDER BY seq`, first, last)
+		SELECT fts_rowid, subject, body, audience FROM message_text WHERE seq BETWEEN ? AND ? ORDER BY seq DESC`, first, last)
 	return err
 }
 

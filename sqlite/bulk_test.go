@@ -239,7 +239,7 @@ func dumpStore(t *testing.T, s *Store) map[string][]string {
 		t.Errorf("times differ within a send: %v", r)
 	}
 	for _, word := range []string{"zeppelin", "replying", "broadcast", "everything", "parent"} {
-		dump("fts:"+word, `SELECT m.id FROM message_fts f JOIN message m ON m.seq = f.rowid WHERE message_fts MATCH '`+word+`'`)
+		dump("fts:"+word, `SELECT m.id FROM message_fts f JOIN message m ON m.seq = -f.rowid WHERE message_fts MATCH '`+word+`'`)
 	}
 	return out
 }
@@ -318,4 +318,52 @@ func TestSendSeqRepliesToWhatItJustSent(t *testing.T) {
 	if n != 3 || joined != 3 {
 		t.Fatalf("%d replies to the root, %d in its thread; want 3 and 3", n, joined)
 	}
+}
+
+// TestSendManyIndexesInOneSegment: a bulk send indexes its messages in one
+// statement, newest first (the index's keys are -seq, migration 0015), so
+// FTS5 writes them as one segment; in seq order it would flush at every
+// message and leave a segment per message for sends to merge. And a
+// search finds them newest first.
+func TestSendManyIndexesInOneSegment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	if err := s.SendMany(mailroom.WithCaller(ctx, alice), mkDraft(t, mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "kestrel"}), 40); err != nil {
+		t.Fatal(err)
+	}
+	var segments int
+	if err := s.db.QueryRow(`SELECT count(DISTINCT id >> 37) FROM message_fts_data WHERE id > 10`).Scan(&segments); err != nil || segments != 1 {
+		t.Fatalf("%d full-text segments after one bulk send (%v), want 1", segments, err)
+	}
+	limit := 100
+	f, err := mailroom.ListInput{Query: "kestrel", Limit: &limit}.Filter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.List(mailroom.WithCaller(ctx, bob), f)
+	if err != nil || len(p.Messages) != 40 {
+		t.Fatalf("search: %d rows, %v; want 40", len(p.Messages), err)
+	}
+	want := strs1(t, s, `SELECT id FROM message ORDER BY seq DESC`)
+	for i, r := range p.Messages {
+		if r.MessageID != want[i] {
+			t.Fatalf("search row %d is %s, want %s (newest first)", i, r.MessageID, want[i])
+		}
+	}
+}
+
+func strs1(t *testing.T, s *Store, q string) []string {
+	t.Helper()
+	out, err := strs(context.Background(), s, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -30,6 +30,12 @@ func textMatch(terms []mailroom.SearchTerm) string {
 	return `{subject body} : (` + ftsQuery(terms) + `)`
 }
 
+// ftsRowid is message seq's key in the full-text index (migration 0015):
+// its negation, so that FTS5 walks a search's matches newest first in its
+// forward order (stepping a doclist backwards re-parses each page it
+// enters; ~40% of the walk's instructions at 1,000,000 messages).
+func ftsRowid(seq int64) int64 { return -seq }
+
 // The audience tokens of a message's full-text row (migration 0013): who
 // it reaches, fixed at send time, so that a search asks FTS5 only for
 // matches a listing of the caller can show.

@@ -148,13 +148,13 @@ func (s *Store) Retract(ctx context.Context, messageID string) (mailroom.Retract
 			return err
 		}
 		// External-content FTS5 forgets a row only when told its old text.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body, audience) SELECT 'delete', seq, subject, body, audience FROM message_text WHERE seq = ?`, t.seq); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body, audience) SELECT 'delete', fts_rowid, subject, body, audience FROM message_text WHERE seq = ?`, t.seq); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE message SET subject = '', body = '', retracted = 1 WHERE seq = ?`, t.seq); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience) SELECT seq, subject, body, audience FROM message_text WHERE seq = ?`, t.seq); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience) SELECT fts_rowid, subject, body, audience FROM message_text WHERE seq = ?`, t.seq); err != nil {
 			return err
 		}
 		// A job still queued (or in a worker's hands) would tag the old
@@ -373,7 +373,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rank) VALUES ('secure-delete', 0)`); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body, audience) SELECT 'delete', seq, subject, body, audience FROM message_text WHERE seq`+in, batch); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rowid, subject, body, audience) SELECT 'delete', fts_rowid, subject, body, audience FROM message_text WHERE seq`+in+` ORDER BY seq DESC`, batch); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (message_fts, rank) VALUES ('secure-delete', 1)`); err != nil {

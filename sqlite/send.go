@@ -151,7 +151,7 @@ func sendPlanned(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO message_audience (message_seq, tokens) VALUES (?, ?)`, seq, aud); err != nil {
 		return mailroom.SendReceipt{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience) VALUES (?, ?, ?, ?)`, seq, d.Subject, d.Body, aud); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO message_fts (rowid, subject, body, audience) VALUES (?, ?, ?, ?)`, ftsRowid(seq), d.Subject, d.Body, aud); err != nil {
 		return mailroom.SendReceipt{}, err
 	}
 	for i, a := range addrs {
