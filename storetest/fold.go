@@ -37,6 +37,11 @@ func RunFold(t *testing.T, open func(t *testing.T) HeldFold) {
 	t.Run("DrainThroughAWatermarkIsAPartialMark", func(t *testing.T) { testDrainThroughAWatermarkIsAPartialMark(t, open(t)) })
 	t.Run("RoleFoldInterleavedWithEveryOperation", func(t *testing.T) { testRoleFoldInterleaved(t, open(t)) })
 	t.Run("SecondRoleDrainLeavesTheFoldToTheFolder", func(t *testing.T) { testSecondRoleDrain(t, open(t)) })
+	t.Run("DrainsOverAnUnfinishedMark", func(t *testing.T) { testDrainsOverAnUnfinishedMark(t, open(t)) })
+	t.Run("WatermarksOverAnUnfinishedMark", func(t *testing.T) { testWatermarksOverAnUnfinishedMark(t, open(t)) })
+	t.Run("WritesAroundAnUnfinishedMark", func(t *testing.T) { testWritesAroundAnUnfinishedMark(t, open(t)) })
+	t.Run("DrainsWithTheFolderRunning", func(t *testing.T) { testDrainsWithTheFolderRunning(t, open(t)) })
+	t.Run("RoleDrainsOverUnfinishedRoleMarks", func(t *testing.T) { testRoleDrainsOverUnfinishedRoleMarks(t, open(t)) })
 }
 
 // A role drain (a role mark, where the store has them), one fold step,
