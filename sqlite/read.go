@@ -363,12 +363,19 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			// write transaction, with the mark: one snapshot. So is a
 			// drain's with roles held, whose role queues may be marks
 			// (drainRoles): the personal part is then marked from a
-			// snapshot taken there too when it cannot be a mark.
+			// snapshot taken there too when it cannot be a mark. So is
+			// the drain's of a caller with a mark, which the write
+			// transaction may leave to the folder (markLeft) rather
+			// than fold in the request.
 			n, _, ok, err := markWhole(ctx, tx, me.ID, limit)
 			if err != nil {
 				return err
 			}
-			if ok || len(rolesTouched) > 0 {
+			_, hasMark, err := markOf(ctx, tx, me.ID)
+			if err != nil {
+				return err
+			}
+			if ok || len(rolesTouched) > 0 || hasMark {
 				nPersonal = max(n, 0)
 				rc.MatchedCount += nPersonal
 				rolesJSON = rj
