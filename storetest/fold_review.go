@@ -3,7 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -262,7 +262,7 @@ func testDrainsWithTheFolderRunning(t *testing.T, h HeldFold) {
 func kept(before, after []string) []string {
 	var out []string
 	for _, m := range before {
-		if strings.Contains(" "+strings.Join(after, " | ")+" ", " "+m+" ") {
+		if slices.Contains(after, m) {
 			out = append(out, m)
 		}
 	}
