@@ -505,8 +505,15 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			at = ts(rc.SnapshotAt)
 			rc.SnapshotAt = parseTS(at)
 		}
+		// Deliveries of a snapshot taken in the read are those from
+		// before its time (markPersonal); one taken here has no such
+		// bound.
+		before := at
+		if byMark {
+			before = anyTime
+		}
 		if markedRole != "[]" {
-			k, err := markRoles(ctx, tx, me.ID, at, markedRole)
+			k, err := markRoles(ctx, tx, me.ID, at, before, markedRole)
 			if err != nil {
 				return err
 			}
@@ -515,9 +522,9 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 		if byMarkDone {
 			return nil
 		}
-		ok, k, err := markAllCounted(ctx, tx, me.ID, at, markedPersonal, n)
+		ok, k, err := markAllCounted(ctx, tx, me.ID, at, before, markedPersonal, n)
 		if !ok && err == nil {
-			k, err = markCounted(ctx, tx, me.ID, at, markedPersonal)
+			k, err = markCounted(ctx, tx, me.ID, at, before, markedPersonal)
 		}
 		readPersonal = k
 		return err
@@ -702,7 +709,7 @@ func (s *Store) markedCount(ctx context.Context, k readMark) (int, error) {
 //
 // Not a savepoint to try and roll back: it copied every page the UPDATE
 // touched into the statement journal, a quarter more on a drain of 100,000.
-func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n int) (ok bool, read int, err error) {
+func markAllCounted(ctx context.Context, tx *ptx, me int64, at, before, marked string, n int) (ok bool, read int, err error) {
 	var unread int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ? AND archived = 0 AND unread = 1`, me).Scan(&unread); err != nil {
 		return false, 0, err
@@ -711,12 +718,12 @@ func markAllCounted(ctx context.Context, tx *ptx, me int64, at, marked string, n
 		return false, 0, nil
 	}
 	// By id, as markCounted: + keeps delivery_unread out of the plan.
-	res, err := tx.ExecContext(ctx, markPersonal+` AND archived_at IS NULL AND +recipient_id = ?2`, at, me, marked)
+	res, err := tx.ExecContext(ctx, markPersonal+` AND archived_at IS NULL AND +recipient_id = ?2`, at, me, marked, before)
 	if err != nil {
 		return false, 0, err
 	}
 	if done, _ := res.RowsAffected(); int(done) != n {
-		res, err := tx.ExecContext(ctx, markPersonal, at, me, marked)
+		res, err := tx.ExecContext(ctx, markPersonal, at, me, marked, before)
 		if err != nil {
 			return false, 0, err
 		}
@@ -748,7 +755,7 @@ func moveUnreadToRead(ctx context.Context, tx *ptx, me int64) error {
 // would. Each of them moves from its queue's unread count to the read one
 // under the same other keys, so the counts move by key in one pass over
 // them, before the marking (countOut and countIn would take a pass each).
-func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) (int, error) {
+func markRoles(ctx context.Context, tx *ptx, me int64, at, before, ids string) (int, error) {
 	if _, err := tx.ExecContext(ctx, `WITH k (role, archived, priority, human, n, seqs) AS (
 			SELECT d.role, d.archived_at IS NOT NULL, m.priority, s.kind = 'human', count(*), sum(d.message_seq)
 			FROM json_each(?1) j CROSS JOIN delivery d ON d.id = j.value JOIN message m ON m.seq = d.message_seq JOIN identity s ON s.id = m.sender_id
@@ -756,12 +763,12 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) (int, err
 		INSERT INTO role_count (role, archived, unread, priority, human, n, seqs)
 			SELECT k.role, k.archived, u.unread, k.priority, k.human, CASE WHEN u.unread THEN -k.n ELSE k.n END, CASE WHEN u.unread THEN -k.seqs ELSE k.seqs END
 			FROM k CROSS JOIN (SELECT 1 AS unread UNION ALL SELECT 0) u WHERE 1
-		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids, at); err != nil {
+		ON CONFLICT DO UPDATE SET n = n + excluded.n, seqs = seqs + excluded.seqs`, ids, before); err != nil {
 		return 0, err
 	}
-	// From before at only, as markPersonal.
+	// Delivered at or before before only, as markPersonal.
 	res, err := tx.ExecContext(ctx, `UPDATE delivery SET read_at = ?1, read_by = ?2 WHERE id IN (SELECT value FROM json_each(?3)) AND role IS NOT NULL AND read_at IS NULL
-		AND message_seq > `+roleMarkOf(`delivery.role`)+` AND delivered_at <= ?1`, at, me, ids)
+		AND message_seq > `+roleMarkOf(`delivery.role`)+` AND delivered_at <= ?4`, at, me, ids, before)
 	if err != nil {
 		return 0, err
 	}
@@ -775,16 +782,22 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, ids string) (int, err
 // kept for role deliveries only (see marker). Setting it would cost the
 // drain a third: a foreign-key column in SET makes SQLite check each row's
 // parent and run the UPDATE in two passes (collect the rowids, then seek
-// each again). Only deliveries from before ?1 (the snapshot's time): a
-// purge between a drain's snapshot and its write may free the ids of the
+// each again). Only deliveries from at or before ?4: a purge between a
+// drain's snapshot in its read and its write may free the ids of the
 // newest deliveries, and a message sent then reuses them (a rowid is the
-// largest plus one); that message is not the snapshot's.
-const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL AND delivered_at <= ?1`
+// largest plus one); that message is not the snapshot's. ?4 is then the
+// snapshot's time; for a snapshot taken in the write itself (no purge
+// between) it is anyTime, so that a clock that stepped back since a
+// delivery does not hide it from the drain.
+const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL AND delivered_at <= ?4`
+
+// anyTime is later than every stored time (the fixed-width timeFormat).
+const anyTime = "9999-12-31T23:59:59.999999Z"
 
 // markCounted marks the snapshot's personal deliveries (JSON ids in
 // marked) read, taking them out of their counts first and putting them
 // back after.
-func markCounted(ctx context.Context, tx *ptx, me int64, at, marked string) (int, error) {
+func markCounted(ctx context.Context, tx *ptx, me int64, at, before, marked string) (int, error) {
 	if marked == "[]" {
 		return 0, nil
 	}
@@ -792,7 +805,7 @@ func markCounted(ctx context.Context, tx *ptx, me int64, at, marked string) (int
 	if err := personalCounter().out(ctx, tx, in, marked); err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, markPersonal, at, me, marked)
+	res, err := tx.ExecContext(ctx, markPersonal, at, me, marked, before)
 	if err != nil {
 		return 0, err
 	}
