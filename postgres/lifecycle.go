@@ -370,6 +370,7 @@ func (s *Store) Purge(ctx context.Context, r mailroom.PurgeRequest) (mailroom.Pu
 		n := 0
 		var d, c int
 		err := s.write(ctx, func(tx pgx.Tx) error {
+			n, d, c = 0, 0, 0 // s.write retries this function after a deadlock
 			// No drain by a mark beside a purge (mark.go): its counts
 			// would miss the rows this batch deletes.
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+storeLockKey+`)`); err != nil {
