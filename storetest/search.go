@@ -207,8 +207,9 @@ func walkSearch(t *testing.T, list func(string, mailroom.ListInput) mailroom.Pag
 // returns exactly the rows the same listing without the word returns, for
 // every route a message takes into a mailbox (direct, broadcast, a role
 // queue, a handoff to one's own next session, one's own sends, a read
-// grant) and for each box, after deletes, archives and a role granted once
-// its mail was sent. A store that narrows a search's candidates by who a
+// grant) and for each box, after deletes, archives, a role granted once
+// its mail was sent, a role revoked, a retract, and for an identity made
+// after mail to the shared next-session queue and a broadcast were sent. A store that narrows a search's candidates by who a
 // message reaches must not narrow them below the listing.
 func SearchFindsWhatListingsShow(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
@@ -257,17 +258,50 @@ func SearchFindsWhatListingsShow(t *testing.T, s mailroom.Store) {
 		t.Fatal(err)
 	}
 	send("bob", "role:oncall")
+	// The shared next-session queue and a broadcast reach fay, made after
+	// both were sent, only through the queue (the broadcast had no
+	// delivery for her); the second broadcast reaches her. A role
+	// revoked after its mail was sent hides that mail again; a human's
+	// broadcast reaches every agent.
+	send("alice", "role:next-session")
+	send("bob", "*")
+	e.agent("fay")
+	send("carol", "*", "@fay", "role:next-session")
+	send("dana", "*")
+	if err := s.GrantRole(e.ctx, "alice", "oncall"); err != nil {
+		t.Fatal(err)
+	}
+	send("carol", "role:oncall", "@alice")
+	send("erin", "role:oncall")
+	if err := s.RevokeRole(e.ctx, "erin", "oncall"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GrantReadInbox(e.ctx, "@fay", "@erin"); err != nil {
+		t.Fatal(err)
+	}
+	// A retracted message no longer holds the word: the search leaves out
+	// what the listing shows of it.
+	retracted := send("alice", "@bob", "@fay")
+	if _, err := s.Retract(e.as("alice"), retracted); err != nil {
+		t.Fatal(err)
+	}
+	if fay := ids(e.list("fay", mailroom.ListInput{})); len(fay) != 4 {
+		t.Fatalf("fay's inbox holds %d messages, want 4 (the next-session queue's two, two broadcasts and carol's, the retracted one): %v", len(fay), fay)
+	}
 
 	lim := 200
-	for _, who := range []string{"alice", "bob", "carol", "dana", "erin"} {
+	for _, who := range []string{"alice", "bob", "carol", "dana", "erin", "fay"} {
 		ins := []mailroom.ListInput{{}, {Box: "all"}, {Box: "outbox"}, {IncludeArchived: true}, {Box: "all", IncludeArchived: true},
-			{Via: mailroom.ViaRole}, {Via: "broadcast"}, {UnreadOnly: true}, {ArchivedOnly: true}}
+			{Via: mailroom.ViaRole}, {Via: "broadcast"}, {Via: "direct"}, {UnreadOnly: true}, {ArchivedOnly: true}}
+		if who == "fay" {
+			ins = append(ins, mailroom.ListInput{Of: "@erin"}, mailroom.ListInput{Of: "@erin", Via: "broadcast"})
+		}
 		if who == "dana" {
 			ins = append(ins, mailroom.ListInput{Of: "@bob"}, mailroom.ListInput{Of: "@bob", IncludeArchived: true})
 		}
 		for _, in := range ins {
 			in.Limit = &lim
-			want := ids(e.list(who, in))
+			want := slices.DeleteFunc(ids(e.list(who, in)), func(id string) bool { return id == retracted })
 			in.Query = "kestrel"
 			got := ids(e.list(who, in))
 			if !slices.Equal(got, want) {
