@@ -94,3 +94,47 @@ func TestSearchCursorWalkAcrossTheNarrowingThreshold(t *testing.T) {
 		}
 	}
 }
+
+// The tokens narrow a search by a reader sent less than half of the store
+// (docs/contract.md, and SQLite's searchNarrows): at exactly half they do
+// not, and one message more to someone else makes them.
+func TestSearchNarrowsBelowHalfOnly(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t), postgres.Options{})
+	alice, _ := s.EnsureAgent(ctx, "alice")
+	bob, _ := s.EnsureAgent(ctx, "bob")
+	_, _ = s.EnsureAgent(ctx, "carol")
+	_, _ = s.EnsureAgent(ctx, "erin")
+	send := func(to string, n int) {
+		t.Helper()
+		d := draft(t, to)
+		d.Body = "the harbor"
+		if err := s.SendMany(mailroom.WithCaller(ctx, alice), d, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func() int {
+		t.Helper()
+		f, err := mailroom.ListInput{Query: "harbor"}.Filter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.SearchBounds = mailroom.SearchBounds{Scan: 5, Count: 20}
+		p, err := s.List(mailroom.WithCaller(ctx, bob), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Messages)
+	}
+	send("@bob", 5)
+	send("@carol", 5)
+	// bob is sent 5 of 10: his scan of 5 examines carol's newer 5.
+	if n := rows(); n != 0 {
+		t.Fatalf("bob, sent exactly half: %d rows, want none (a scan of carol's 5)", n)
+	}
+	send("@erin", 1)
+	// 5 of 11: narrowed, his scan examines his own 5.
+	if n := rows(); n != 5 {
+		t.Fatalf("bob, sent 5 of 11: %d rows, want his 5", n)
+	}
+}
