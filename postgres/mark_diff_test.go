@@ -396,6 +396,7 @@ func pgSeen(t *testing.T, w *pgTwin, who string, gets bool) string {
 	ctx := w.as(who)
 	var b strings.Builder
 	group := map[string]int{} // readAt -> the first message shown with it
+	var oldest *time.Time     // the oldest unread, unarchived message listed
 	in := mailroom.ListInput{IncludeArchived: true, Limit: ptr(100)}
 	for {
 		f, err := in.Filter()
@@ -409,6 +410,9 @@ func pgSeen(t *testing.T, w *pgTwin, who string, gets bool) string {
 		for _, r := range p.Messages {
 			n := w.index[r.MessageID]
 			read := "unread"
+			if r.ReadAt == nil && r.ArchivedAt == nil && (oldest == nil || r.SentAt.Before(*oldest)) {
+				oldest = &r.SentAt
+			}
 			if r.ReadAt != nil {
 				k := r.ReadAt.String()
 				if _, ok := group[k]; !ok {
@@ -475,8 +479,11 @@ func pgSeen(t *testing.T, w *pgTwin, who string, gets bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(&b, "unread %+v archived %d oldest set %v state %d listed unread %d new mail %d\n",
-		st.Unread, st.Archived, st.OldestUnreadAt != nil, is.UnreadCount, u.TotalCount, len(nm.Messages))
+	// mailbox_status's oldest unread is the listing's (each store's own
+	// clock: compared within the store).
+	oldestOK := (oldest == nil) == (st.OldestUnreadAt == nil) && (oldest == nil || oldest.Equal(*st.OldestUnreadAt))
+	fmt.Fprintf(&b, "unread %+v archived %d oldest as listed %v state %d listed unread %d new mail %d\n",
+		st.Unread, st.Archived, oldestOK, is.UnreadCount, u.TotalCount, len(nm.Messages))
 	return b.String()
 }
 
