@@ -482,8 +482,8 @@ func pgSeen(t *testing.T, w *pgTwin, who string, gets bool) string {
 	// mailbox_status's oldest unread is the listing's (each store's own
 	// clock: compared within the store).
 	oldestOK := (oldest == nil) == (st.OldestUnreadAt == nil) && (oldest == nil || oldest.Equal(*st.OldestUnreadAt))
-	fmt.Fprintf(&b, "unread %+v archived %d oldest as listed %v state %d listed unread %d new mail %d\n",
-		st.Unread, st.Archived, oldestOK, is.UnreadCount, u.TotalCount, len(nm.Messages))
+	fmt.Fprintf(&b, "unread %+v archived %d oldest as listed %v state %d listed unread %d new mail %d per role %+v\n",
+		st.Unread, st.Archived, oldestOK, is.UnreadCount, u.TotalCount, len(nm.Messages), st.Roles)
 	return b.String()
 }
 
