@@ -34,6 +34,7 @@ func RunDrainEdges(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("RoleDrainTwoRolesEitherOrder", func(t *testing.T) { testRoleDrainTwoRolesEitherOrder(t, open(t)) })
 	t.Run("RoleDrainOwnHandoffs", func(t *testing.T) { testRoleDrainOwnHandoffs(t, open(t)) })
 	t.Run("RoleDrainThroughWatermarkThenRevoke", func(t *testing.T) { testRoleDrainThroughWatermarkThenRevoke(t, open(t)) })
+	t.Run("WithheldRoleCountBesideARoleDrain", func(t *testing.T) { testWithheldRoleCountBesideARoleDrain(t, open(t)) })
 	t.Run("ConcurrentDrainsReadEachMessageOnce", func(t *testing.T) { testConcurrentDrainsReadEachMessageOnce(t, open(t)) })
 	t.Run("DrainReadAtIsItsSnapshotAt", func(t *testing.T) { testDrainReadAtIsItsSnapshotAt(t, open(t)) })
 }

@@ -52,3 +52,36 @@ func testRoleDrainThroughWatermarkThenRevoke(t *testing.T, s mailroom.Store) {
 	e.unreadFor("at the end", "carol")
 	e.unreadFor("at the end", "bob")
 }
+
+// A drain without roles counts the role mail it leaves alone
+// (withheldRoleCount); role mail another holder's drain read, by a role
+// mark above the drain's watermark too, is not withheld. (review8b)
+func testWithheldRoleCountBesideARoleDrain(t *testing.T, s mailroom.Store) {
+	e := newEnv(t, s)
+	e.grant("bob", "ops")
+	e.grant("carol", "ops")
+	p1 := e.send("alice", "@bob").MessageID
+	e.send("alice", "role:ops")
+	wm := e.list("bob", mailroom.ListInput{Limit: ptr(1)}).Watermark
+	e.send("alice", "role:ops")
+	e.send("alice", "role:ops")
+	p2 := e.send("alice", "@bob").MessageID
+	e.drainRoles("carol", "", 3)
+	drain := func(what, through string, read, withheld int) {
+		t.Helper()
+		rc, err := s.MarkAllRead(e.as("bob"), through, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.ReadCount != read || rc.WithheldRoleCount != withheld {
+			t.Fatalf("%s: bob's drain without roles: read %d withheld %d, want %d and %d", what, rc.ReadCount, rc.WithheldRoleCount, read, withheld)
+		}
+	}
+	drain("through the watermark", *wm, 1, 0)
+	if e.readAt("bob", p1) == nil || e.readAt("bob", p2) != nil {
+		t.Fatalf("through the watermark: p1 read %v, p2 read %v", e.readAt("bob", p1), e.readAt("bob", p2))
+	}
+	q4 := e.send("alice", "role:ops").MessageID
+	drain("the rest", "", 1, 1)
+	e.unreadFor("at the end", "bob", q4)
+}
