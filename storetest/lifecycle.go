@@ -518,6 +518,14 @@ func testRelatedTo(t *testing.T, s mailroom.Store) {
 	wantIDs(t, "paged", ids(e.list("bob", mailroom.ListInput{RelatedTo: target, Limit: ptr(2), Offset: ptr(1)})), two, oneNewer)
 	_, err := s.List(e.as("dana"), mustFilter(t, mailroom.ListInput{RelatedTo: target}))
 	wantErr(t, err, "Message not found: "+target)
+	// With a query: the related mail holding its words.
+	r, err := e.trySend("carol", mailroom.SendInput{To: []string{"@bob"}, Body: "a kestrel", TaggedConcepts: []string{"wal"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := e.list("bob", mailroom.ListInput{RelatedTo: target, Query: "kestrel"}); p.TotalCount != 1 || len(p.Messages) != 1 || p.Messages[0].MessageID != r.MessageID {
+		t.Fatalf("related with a query: %v, total %d; want %s", ids(p), p.TotalCount, r.MessageID)
+	}
 }
 
 func mustFilter(t *testing.T, in mailroom.ListInput) mailroom.ListFilter {
