@@ -72,7 +72,7 @@ func TestTwoInstancesDrainSendAndFoldTogether(t *testing.T) {
 		wg       sync.WaitGroup
 	)
 	errs := make(chan error, 16)
-	for i, s := range []struct {
+	for _, s := range []struct {
 		st    *postgres.Store
 		alice context.Context
 	}{{a, aliceA}, {b, aliceB}} {
@@ -88,7 +88,6 @@ func TestTwoInstancesDrainSendAndFoldTogether(t *testing.T) {
 				sent++
 				mu.Unlock()
 			}
-			_ = i
 		}()
 	}
 	for _, s := range []struct {
