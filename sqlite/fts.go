@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 
 	"github.com/mailroom/mailroom"
@@ -97,4 +98,34 @@ func (s *Store) searchNarrows(ctx context.Context, tx *ptx, me int64, rolesJSON 
 		+ (SELECT coalesce(sum(n), 0) FROM role_count WHERE role IN (SELECT value FROM json_each(?2))),
 		(SELECT coalesce(max(seq), 0) FROM message)`, me, rolesJSON).Scan(&mine, &all)
 	return 2*mine < all, err
+}
+
+// searchScope is what a search's walk may leave out, read in the walk's
+// own snapshot. A role whose queue holds no delivery at all can show
+// nothing: its branch and its audience token go (each costs a seek per
+// match the walk tests, its token FTS5's set-up in every segment; every
+// agent holds two implicit roles, often empty). A reader none of whose
+// personal deliveries is archived passes the default archive filter with
+// every one of them.
+type searchScope struct {
+	live     []string // the reader's roles that have a delivery, in order
+	archived bool     // the reader has an archived personal delivery
+}
+
+// searchScopeOf reads the search scope of reader me holding the roles in
+// rolesJSON: a seek per role and one in the archived index.
+func searchScopeOf(ctx context.Context, tx *ptx, me int64, rolesJSON string) (searchScope, error) {
+	var sc searchScope
+	var live string
+	err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT json_group_array(r.value) FROM json_each(?2) r WHERE EXISTS (SELECT 1 FROM delivery d WHERE d.role = r.value)),
+		EXISTS (SELECT 1 FROM delivery d INDEXED BY delivery_archived WHERE d.recipient_id = ?1 AND d.archived_at IS NOT NULL)`,
+		me, rolesJSON).Scan(&live, &sc.archived)
+	if err != nil {
+		return sc, err
+	}
+	if err := json.Unmarshal([]byte(live), &sc.live); err != nil {
+		return sc, err
+	}
+	return sc, nil
 }

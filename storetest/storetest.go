@@ -66,6 +66,7 @@ func RunSearch(t *testing.T, open func(t *testing.T) mailroom.Store) {
 	t.Run("SearchOffsetPastTheScan", func(t *testing.T) { testSearchOffsetPastTheScan(t, open(t)) })
 	t.Run("SearchFindsWhatListingsShow", func(t *testing.T) { SearchFindsWhatListingsShow(t, open(t)) })
 	t.Run("SearchForgetsRetractedAndPurgedMail", func(t *testing.T) { SearchForgetsRetractedAndPurgedMail(t, open(t)) })
+	t.Run("SearchFollowsTheReadersMail", func(t *testing.T) { SearchFollowsTheReadersMail(t, open(t)) })
 }
 
 // env is a store with agents alice, bob, carol and a human dana.
