@@ -210,7 +210,7 @@ func TestRoleQueueDrainsBesideAnotherHoldersWrites(t *testing.T) {
 		if first == "" {
 			first = v
 		} else if v != first {
-			t.Fatalf("%s sees the queue otherwise than @bob:\n%s\n@bob:\n%s", h.name, pgDiffLines(v, first), pgDiffLines(first, v))
+			t.Fatalf("%s sees the queue otherwise than @bob:\n%s\n@bob:\n%s", h.name, storetest.DiffLines(v, first), storetest.DiffLines(first, v))
 		}
 		st, err := h.st.Status(h.ctx)
 		if err != nil {

@@ -28,6 +28,9 @@ type HeldFold struct {
 	// Check asserts the store's own invariants (its counts against a
 	// recount of its rows).
 	Check func(t *testing.T, when string)
+	// Reopen, which RunMarkDiff needs, closes the store and opens it
+	// again on its database, the folder held, and returns the new one.
+	Reopen func(t *testing.T) HeldFold
 }
 
 // RunFold runs the cases of a fold stepped by the test: a fold changes
