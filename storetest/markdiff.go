@@ -245,6 +245,32 @@ func markDiff(t *testing.T, seed uint64, steps int, h HeldFold, rowStore mailroo
 			w.sent = append(w.sent, r.MessageID)
 		}
 	}
+	// purge purges before message n (just after it for the newest),
+	// unread mail too if all, and says what it removed.
+	purge := func(w *diffTwin, n int, all bool) string {
+		m, err := w.s.Get(w.as("alice"), idOf(w, n))
+		before := m.SentAt
+		if err != nil {
+			// Not alice's to see: any message's sentAt, from its sender.
+			for _, p := range people {
+				if m, err := w.s.Get(w.as(p), idOf(w, n)); err == nil {
+					before = m.SentAt
+					break
+				}
+			}
+		}
+		if before.IsZero() {
+			return "gone"
+		}
+		if n == len(w.sent)-1 {
+			before = before.Add(time.Microsecond)
+		}
+		rep, err := w.s.Purge(ctx, mailroom.PurgeRequest{Before: before, IncludeUnread: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d messages, %d kept", rep.Messages, rep.Kept)
+	}
 	receipt := func(rc mailroom.DrainReceipt, err error) string {
 		return fmt.Sprintf("%v %s matched %d read %d durable %d withheld %d", mailroom.ErrorCode(err), rc.Status, rc.MatchedCount, rc.ReadCount, rc.DurableCount, rc.WithheldRoleCount)
 	}
@@ -311,34 +337,14 @@ func markDiff(t *testing.T, seed uint64, steps int, h HeldFold, rowStore mailroo
 			}
 			op = fmt.Sprintf("purge before %d (unread too: %v)", n, all)
 			for i, w := range both {
-				m, err := w.s.Get(w.as("alice"), idOf(w, n))
-				before := m.SentAt
-				if err != nil {
-					// Not alice's to see: any message's sentAt, from its sender.
-					for _, p := range people {
-						if m, err := w.s.Get(w.as(p), idOf(w, n)); err == nil {
-							before = m.SentAt
-							break
-						}
-					}
-				}
-				if before.IsZero() {
-					out[i] = "gone"
-					continue
-				}
-				if n == len(w.sent)-1 {
-					before = before.Add(time.Microsecond)
-				}
-				rep, err := w.s.Purge(ctx, mailroom.PurgeRequest{Before: before, IncludeUnread: all})
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[i] = fmt.Sprintf("%d messages, %d kept", rep.Messages, rep.Kept)
+				out[i] = purge(w, n, all)
 			}
 		case k < 17:
 			// The whole inbox, archived unread mail read first, so the
-			// marked store drains it by a mark.
-			op = fmt.Sprintf("%s drains all", who)
+			// marked store drains it by a mark; then at times a purge of
+			// read mail, which meets rows the mark covers, not yet folded.
+			n, thenPurge := pickN(), rng.IntN(3) == 0
+			op = fmt.Sprintf("%s drains all (then purge before %d: %v)", who, n, thenPurge)
 			for i, w := range both {
 				w.readArchivedUnread(t, who)
 				rc, err := w.s.MarkAllRead(w.as(who), "", false)
@@ -346,6 +352,9 @@ func markDiff(t *testing.T, seed uint64, steps int, h HeldFold, rowStore mailroo
 					t.Fatal(err)
 				}
 				out[i] = receipt(rc, nil)
+				if thenPurge {
+					out[i] += "; " + purge(w, n, false)
+				}
 			}
 		case k < 19:
 			// Through a listing's watermark while mail arrives: newer mail
