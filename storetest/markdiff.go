@@ -45,7 +45,7 @@ func RunMarkDiff(t *testing.T, d MarkDiff) {
 	var total diffReach
 	var counted bool // the store counts its drains over newer mail itself
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || t.Skipped() { // a store with no server skips in d.Marked
 			return
 		}
 		if total.overNewer == 0 {
