@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/mailroom/mailroom"
@@ -21,19 +20,12 @@ func TestMarkDrainsAsRowsDo(t *testing.T) {
 	t.Parallel()
 	var held func(t *testing.T, url string, s *postgres.Store) storetest.HeldFold
 	held = func(t *testing.T, url string, s *postgres.Store) storetest.HeldFold {
-		return storetest.HeldFold{
-			Store:          s,
-			Step:           func(ctx context.Context) (bool, error) { return postgres.FoldStep(ctx, s) },
-			SetChunk:       func(n int) { postgres.SetFoldChunk(s, n) },
-			Marks:          func(ctx context.Context) ([]string, error) { return postgres.ReadMarks(ctx, s) },
-			MarkDrains:     func() int { return postgres.MarkDrains(s) },
-			RoleMarkDrains: func() int { return postgres.QueueMarkDrains(s) },
-			Check:          func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
-			Reopen: func(t *testing.T) storetest.HeldFold {
-				s.Close()
-				return held(t, url, open(t, url, postgres.Options{Now: storetest.NewClock().Now, Hooks: &postgres.Hooks{HoldFold: true}}))
-			},
+		h := foldHooks(s)
+		h.Reopen = func(t *testing.T) storetest.HeldFold {
+			s.Close()
+			return held(t, url, open(t, url, postgres.Options{Now: storetest.NewClock().Now, Hooks: &postgres.Hooks{HoldFold: true}}))
 		}
+		return h
 	}
 	storetest.RunMarkDiff(t, storetest.MarkDiff{
 		Marked: func(t *testing.T) storetest.HeldFold {

@@ -280,17 +280,21 @@ func TestFolderFoldsAMarkInTheBackground(t *testing.T) {
 // anyone sees, whatever runs between its chunks.
 func TestFoldStepped(t *testing.T) {
 	storetest.RunFold(t, func(t *testing.T) storetest.HeldFold {
-		s := heldFold(t, storetest.NewClock().Now, postgres.Hooks{})
-		return storetest.HeldFold{
-			Store:          s,
-			Step:           func(ctx context.Context) (bool, error) { return postgres.FoldStep(ctx, s) },
-			SetChunk:       func(n int) { postgres.SetFoldChunk(s, n) },
-			Marks:          func(ctx context.Context) ([]string, error) { return postgres.ReadMarks(ctx, s) },
-			MarkDrains:     func() int { return postgres.MarkDrains(s) },
-			RoleMarkDrains: func() int { return postgres.QueueMarkDrains(s) },
-			Check:          func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
-		}
+		return foldHooks(heldFold(t, storetest.NewClock().Now, postgres.Hooks{}))
 	})
+}
+
+// foldHooks is the storetest.HeldFold hook set of s.
+func foldHooks(s *postgres.Store) storetest.HeldFold {
+	return storetest.HeldFold{
+		Store:          s,
+		Step:           func(ctx context.Context) (bool, error) { return postgres.FoldStep(ctx, s) },
+		SetChunk:       func(n int) { postgres.SetFoldChunk(s, n) },
+		Marks:          func(ctx context.Context) ([]string, error) { return postgres.ReadMarks(ctx, s) },
+		MarkDrains:     func() int { return postgres.MarkDrains(s) },
+		RoleMarkDrains: func() int { return postgres.QueueMarkDrains(s) },
+		Check:          func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
+	}
 }
 
 // A write that makes a message unread, racing a purge stopped between its

@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -25,27 +24,12 @@ func TestMarkDrainsAsRowsDo(t *testing.T) {
 	}
 	var held func(t *testing.T, path string, s *sqlite.Store) storetest.HeldFold
 	held = func(t *testing.T, path string, s *sqlite.Store) storetest.HeldFold {
-		return storetest.HeldFold{
-			Store:    s,
-			Step:     func(ctx context.Context) (bool, error) { return sqlite.FoldStep(ctx, s) },
-			SetChunk: func(n int) { sqlite.SetFoldChunk(s, n) },
-			Marks: func(ctx context.Context) ([]string, error) {
-				m, err := sqlite.ReadMarks(ctx, s)
-				if err != nil {
-					return nil, err
-				}
-				r, err := sqlite.RoleMarks(ctx, s)
-				return append(m, r...), err
-			},
-			MarkDrains:          func() int { return int(sqlite.MarkDrains(s)) },
-			MarkDrainsOverNewer: func() int { return int(sqlite.MarkDrainsOverNewer(s)) },
-			RoleMarkDrains:      func() int { return int(sqlite.RoleMarkDrains(s)) },
-			Check:               func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
-			Reopen: func(t *testing.T) storetest.HeldFold {
-				s.Close()
-				return held(t, path, open(t, path, sqlite.Options{NoSync: true, Now: storetest.NewClock().Now, Hooks: &sqlite.Hooks{HoldFold: true}}))
-			},
+		h := foldHooks(s)
+		h.Reopen = func(t *testing.T) storetest.HeldFold {
+			s.Close()
+			return held(t, path, open(t, path, sqlite.Options{NoSync: true, Now: storetest.NewClock().Now, Hooks: &sqlite.Hooks{HoldFold: true}}))
 		}
+		return h
 	}
 	storetest.RunMarkDiff(t, storetest.MarkDiff{
 		Marked: func(t *testing.T) storetest.HeldFold {

@@ -165,24 +165,7 @@ func TestDrainByMarkRechecksInItsWrite(t *testing.T) {
 func TestFoldStepped(t *testing.T) {
 	t.Parallel()
 	storetest.RunFold(t, func(t *testing.T) storetest.HeldFold {
-		s := heldFold(t, storetest.NewClock().Now)
-		return storetest.HeldFold{
-			Store:    s,
-			Step:     func(ctx context.Context) (bool, error) { return sqlite.FoldStep(ctx, s) },
-			SetChunk: func(n int) { sqlite.SetFoldChunk(s, n) },
-			Marks: func(ctx context.Context) ([]string, error) {
-				m, err := sqlite.ReadMarks(ctx, s)
-				if err != nil {
-					return nil, err
-				}
-				r, err := sqlite.RoleMarks(ctx, s)
-				return append(m, r...), err
-			},
-			MarkDrains:          func() int { return int(sqlite.MarkDrains(s)) },
-			MarkDrainsOverNewer: func() int { return int(sqlite.MarkDrainsOverNewer(s)) },
-			RoleMarkDrains:      func() int { return int(sqlite.RoleMarkDrains(s)) },
-			Check:               func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
-		}
+		return foldHooks(heldFold(t, storetest.NewClock().Now))
 	})
 }
 
@@ -196,4 +179,26 @@ func TestPurgeRace(t *testing.T) {
 		s := open(t, path, sqlite.Options{Now: storetest.NewClock().Now, NoSync: true, Hooks: &sqlite.Hooks{HoldFold: true, PurgeDecided: decided}})
 		return storetest.PausedPurge{Store: s, Waiting: func() bool { return sqlite.WritersWaiting(s) }}
 	})
+}
+
+// foldHooks is the storetest.HeldFold hook set of s.
+func foldHooks(s *sqlite.Store) storetest.HeldFold {
+	return storetest.HeldFold{
+		Store:    s,
+		Step:     func(ctx context.Context) (bool, error) { return sqlite.FoldStep(ctx, s) },
+		SetChunk: func(n int) { sqlite.SetFoldChunk(s, n) },
+		Marks: func(ctx context.Context) ([]string, error) {
+			m, err := sqlite.ReadMarks(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			r, err := sqlite.RoleMarks(ctx, s)
+			return append(m, r...), err
+		},
+		MarkDrains:          func() int { return int(sqlite.MarkDrains(s)) },
+		MarkDrainsOverNewer: func() int { return int(sqlite.MarkDrainsOverNewer(s)) },
+		RoleMarkDrains:      func() int { return int(sqlite.RoleMarkDrains(s)) },
+		Check:               func(t *testing.T, when string) { checkNoMismatch(t, s, when) },
+	}
+
 }
