@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync"
 
@@ -60,7 +59,6 @@ func (s *Store) writeGrouped(ctx context.Context, fn func(ctx context.Context, t
 	if s.mode != writeGroup {
 		return s.write(ctx, func(tx *ptx) error { return fn(ctx, tx) })
 	}
-	defer s.prepareWanted(ctx)
 	w := &groupWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
 	s.group.mu.Lock()
 	s.group.queued = append(s.group.queued, w)
@@ -130,15 +128,14 @@ func (s *Store) commitBatch(batch []*groupWrite) mailroom.Change {
 // savepoint and keeps its error; any other failure fails the transaction.
 func (s *Store) inGroupTx(live []*groupWrite) (mailroom.Change, error) {
 	s.writing()
-	db, cache := s.writer()
+	db := s.writer()
 	bg := context.WithoutCancel(live[0].ctx)
 	tx, err := db.BeginTx(bg, nil)
 	if err != nil {
 		return mailroom.Change{}, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	local := map[string]*sql.Stmt{}
-	ctl := &ptx{Tx: tx, c: cache, local: local, now: s.now} // savepoints, untraced
+	ctl := &ptx{Tx: tx, now: s.now} // savepoints, untraced
 	var c mailroom.Change
 	for _, w := range live {
 		w.err = nil
@@ -146,7 +143,7 @@ func (s *Store) inGroupTx(live []*groupWrite) (mailroom.Change, error) {
 		if _, err := ctl.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
 			return mailroom.Change{}, err
 		}
-		t := &ptx{Tx: tx, c: cache, local: local, now: s.now, trace: s.hooks.Statement}
+		t := &ptx{Tx: tx, now: s.now, trace: s.hooks.Statement}
 		if err := w.fn(ctx, t); err != nil {
 			w.err = err
 			if _, err := ctl.ExecContext(ctx, `ROLLBACK TO grouped`); err != nil {
@@ -180,7 +177,7 @@ func (s *Store) setWriteMode(mode writeMode) error {
 	if !s.durable {
 		return fmt.Errorf("a writer pool needs a database file")
 	}
-	db, err := sql.Open("sqlite", s.dsn)
+	db, err := openDB(s.dsn)
 	if err != nil {
 		return err
 	}

@@ -534,7 +534,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// The count and page queries vary with the filters: the common
 			// shapes are kept prepared, the rest run unprepared.
 			var mark sql.NullString
-			if err := tx.queryRowUncached(ctx, q, args...).Scan(&page.TotalCount, &mark); err != nil {
+			if err := tx.QueryRowContext(ctx, q, args...).Scan(&page.TotalCount, &mark); err != nil {
 				return err
 			}
 			page.Watermark = nullString(mark)
@@ -562,7 +562,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					JOIN message m ON m.seq = b.seq LEFT JOIN delivery d ON d.id = b.did ORDER BY b.seq DESC`
 				})
 			}
-			rows, err := tx.queryUncached(ctx, q, args...)
+			rows, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				return err
 			}
@@ -729,7 +729,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // int64s runs a listing query whose rows are one integer each.
 func int64s(ctx context.Context, tx *ptx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.queryUncached(ctx, q, args...)
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

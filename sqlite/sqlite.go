@@ -117,7 +117,6 @@ type Store struct {
 	fgWaiting atomic.Int32 // foreground writers waiting for wlock
 	group     commitGroup
 	mode      writeMode
-	cache     stmtCache
 	// names and recipients are what listings read of identities and
 	// messages that never changes (names.go).
 	names      frozen[int64, string]
@@ -125,9 +124,8 @@ type Store struct {
 	texts      frozen[string, string] // listing statements by shape (Store.text)
 	// wdb and wcache are the one-connection writer pool of writePool mode
 	// (kept to measure the write queue against; see group.go).
-	wdb    *sql.DB
-	wcache stmtCache
-	dsn    string
+	wdb *sql.DB
+	dsn string
 	// statsFloor is defaultStatsFloor; tests lower it.
 	statsFloor int64
 	// bulkChunk is defaultBulkChunk; tests lower it.
@@ -192,9 +190,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{path: path, durable: path != Memory, bulk: opts.BulkLoad, log: opts.Logger, clock: opts.Now, statsFloor: defaultStatsFloor, bulkChunk: defaultBulkChunk, foldChunk: defaultFoldChunk,
 		foldWake: make(chan struct{}, 1),
-		cache:    stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		texts:    frozen[string, string]{max: maxTexts},
-		wcache:   stmtCache{stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}},
 		wlock:    make(chan struct{}, 1),
 		changes:  mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1)}
 	if opts.Hooks != nil {
@@ -244,8 +240,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		dsn = "file::memory:?" + q.Encode()
 	}
 	s.dsn = dsn
-	openDB := func() error {
-		db, err := sql.Open("sqlite", dsn)
+	openPool := func() error {
+		db, err := openDB(dsn)
 		if err != nil {
 			return err
 		}
@@ -264,7 +260,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.db = db
 		return nil
 	}
-	if err := openDB(); err != nil {
+	if err := openPool(); err != nil {
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
@@ -279,9 +275,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// A connection keeps the statistics it loaded first, even after
 		// sqlite_stat1 changes: serve from connections that load the
 		// current ones.
-		s.cache.close()
 		s.db.Close()
-		if err := openDB(); err != nil {
+		if err := openPool(); err != nil {
 			return nil, err
 		}
 	} else if _, err := s.db.ExecContext(ctx, `ANALYZE sqlite_schema`); err != nil {
@@ -294,7 +289,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// so it never waits behind a busy pool and never takes a writer's
 		// place).
 		var err error
-		if s.watchDB, err = sql.Open("sqlite", dsn); err != nil {
+		if s.watchDB, err = openDB(dsn); err != nil {
 			s.db.Close()
 			return nil, err
 		}
@@ -426,9 +421,7 @@ func (s *Store) Close() error {
 	if s.bulk && s.durable {
 		serr = s.syncBulk(context.Background())
 	}
-	s.cache.close()
 	if s.wdb != nil {
-		s.wcache.close()
 		s.wdb.Close()
 	}
 	return errors.Join(serr, s.db.Close())
@@ -510,8 +503,8 @@ func (s *Store) migrate(ctx context.Context) error {
 					return err
 				}
 			}
-			// Bypass the statement cache: a migration is many statements.
-			if _, err := tx.Tx.ExecContext(ctx, string(body)); err != nil {
+			// A migration runs once: its script is not kept prepared.
+			if _, err := tx.Tx.ExecContext(withoutStmtCache(ctx), string(body)); err != nil {
 				return fmt.Errorf("migration %s: %w", name, err)
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, applied_at) VALUES (?, ?)`, version, ts(tx.now()))
@@ -526,7 +519,6 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // write runs fn in an immediate transaction and commits it.
 func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
-	defer s.prepareWanted(ctx)
 	if s.mode == writePool {
 		c, err := s.inTx(ctx, fn)
 		if err == nil {
@@ -551,19 +543,10 @@ func (s *Store) write(ctx context.Context, fn func(tx *ptx) error) error {
 func (s *Store) lock()   { s.wlock <- struct{}{} }
 func (s *Store) unlock() { <-s.wlock }
 
-// prepareWanted prepares the statements transactions asked for.
-func (s *Store) prepareWanted(ctx context.Context) {
-	s.cache.prepareWanted(ctx, s.db)
-	if s.wdb != nil {
-		s.wcache.prepareWanted(ctx, s.wdb)
-	}
-}
-
 // writeBackground is write for work no caller waits on (the concept
 // queue): it lets waiting foreground writers go first, for up to 50 ms, so
 // a send rarely queues behind it and the queue still moves under load.
 func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) error {
-	defer s.prepareWanted(ctx)
 	// The concept queue changes no inbox.
 	run := func(tx *ptx) error { tx.touchNone(); return fn(tx) }
 	if s.mode == writePool {
@@ -592,13 +575,12 @@ func (s *Store) writeBackground(ctx context.Context, fn func(tx *ptx) error) err
 // wlock.
 func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) (mailroom.Change, error) {
 	s.writing()
-	db, cache := s.writer()
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := s.writer().BeginTx(ctx, nil)
 	if err != nil {
 		return mailroom.Change{}, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	t := &ptx{Tx: tx, c: cache, now: s.now, trace: s.hooks.Statement}
+	t := &ptx{Tx: tx, now: s.now, trace: s.hooks.Statement}
 	if err := fn(t); err != nil {
 		return mailroom.Change{}, err
 	}
@@ -614,24 +596,23 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *ptx) error) (mailroom.Chan
 	return c, nil
 }
 
-// writer is the pool write transactions run on, with its statement cache.
-func (s *Store) writer() (*sql.DB, *stmtCache) {
+// writer is the pool write transactions run on.
+func (s *Store) writer() *sql.DB {
 	if s.wdb != nil {
-		return s.wdb, &s.wcache
+		return s.wdb
 	}
-	return s.db, &s.cache
+	return s.db
 }
 
 // read runs fn in a read-only (deferred) transaction: one consistent snapshot
 // that never blocks writers.
 func (s *Store) read(ctx context.Context, fn func(tx *ptx) error) error {
-	defer s.prepareWanted(ctx)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(&ptx{Tx: tx, c: &s.cache, now: s.now, trace: s.hooks.Statement})
+	return fn(&ptx{Tx: tx, now: s.now, trace: s.hooks.Statement})
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z"
