@@ -200,3 +200,24 @@ func DeliveryIDs(ctx context.Context, t testing.TB, s *Store) []string {
 	}
 	return ids
 }
+
+// FTSMergeStep runs one step of the store's merger of the full-text index
+// (a test opens the store with Hooks.HoldMerge and steps it), and reports
+// whether it merged.
+func FTSMergeStep(ctx context.Context, s *Store) (bool, error) { return s.ftsMergeStep(ctx) }
+
+// FTSSegments is the full-text index's segment count per level.
+func FTSSegments(ctx context.Context, s *Store) ([]int, error) {
+	st, err := ftsStructureOf(ctx, s.db)
+	return st.segs, err
+}
+
+// SetFTSMerge sets one merge step's budget in pages and the floor of
+// pages outside the largest segment below which no rebuild is due, and
+// steps no longer wait between them.
+func SetFTSMerge(s *Store, pages, rebuildFloor int) {
+	s.ftsMergePages, s.ftsRebuildMin, s.ftsMergePace = pages, rebuildFloor, 0
+}
+
+// FTSMerges counts the merger's steps that merged.
+func FTSMerges(s *Store) int64 { return s.ftsMerges.Load() }

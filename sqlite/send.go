@@ -23,6 +23,7 @@ func (s *Store) Send(ctx context.Context, d mailroom.Draft) (mailroom.SendReceip
 	if err != nil {
 		return mailroom.SendReceipt{}, err
 	}
+	s.wakeMerger() // the send wrote a segment of the full-text index
 	r.Durable = s.durable
 	return r, nil
 }

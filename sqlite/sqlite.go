@@ -86,8 +86,15 @@ type Hooks struct {
 	// test folds them chunk by chunk itself (FoldStep in export_test.go).
 	HoldFold bool
 	// FoldPoll, when set, replaces foldPoll: how often the folder looks
-	// for marks other processes left.
+	// for marks other processes left (and the merger for segments).
 	FoldPoll time.Duration
+	// HoldMerge keeps the store's merger of the full-text index
+	// (ftsmerge.go) from running, so a test steps it itself (FTSMergeStep
+	// in export_test.go).
+	HoldMerge bool
+	// MergeStepped, when set, runs after each step of the merger, with
+	// whether it merged.
+	MergeStepped func(merged bool)
 	// PurgeDecided runs inside each purge batch's write transaction once
 	// it has chosen the batch, before it deletes it.
 	PurgeDecided func()
@@ -169,6 +176,17 @@ type Store struct {
 	marks     atomic.Int64 // drains by a mark (tests count them)
 	marksOver atomic.Int64 // of them, drains through a watermark with unread mail after it
 	roleMarks atomic.Int64 // role marks written by drains (tests count them)
+
+	// The merger of the full-text index (ftsmerge.go): woken by sends,
+	// stopped by Close.
+	mergeWake     chan struct{}
+	mergeDone     chan struct{}
+	stopMerge     context.CancelFunc
+	ftsMergeMin   int          // a level's segments that make a merge due (FTS5's usermerge, 4)
+	ftsMergePages int          // ftsMergePages; tests lower it
+	ftsRebuildMin int          // ftsRebuildFloor; tests lower it
+	ftsMergePace  int          // ftsMergePace
+	ftsMerges     atomic.Int64 // merge steps that merged (tests count them)
 }
 
 var _ mailroom.Store = (*Store)(nil)
@@ -192,7 +210,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		foldWake: make(chan struct{}, 1),
 		texts:    frozen[string, string]{max: maxTexts},
 		wlock:    make(chan struct{}, 1),
-		changes:  mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1)}
+		changes:  mailroom.NewChangeHub(), origin: newOrigin(), ownWrite: make(chan struct{}, 1),
+		mergeWake: make(chan struct{}, 1), ftsMergeMin: ftsUsermerge, ftsMergePages: ftsMergePages, ftsRebuildMin: ftsRebuildFloor, ftsMergePace: ftsMergePace}
 	if opts.Hooks != nil {
 		s.hooks = *opts.Hooks
 	}
@@ -314,6 +333,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			s.wakeFolder()
 		}
 	}
+	if !s.hooks.HoldMerge && !s.bulk {
+		// A bulk load's segments are merged by the stores that open it
+		// afterwards, from the start.
+		mctx, cancel := context.WithCancel(context.Background())
+		s.stopMerge, s.mergeDone = cancel, make(chan struct{})
+		go s.merge(mctx)
+		s.wakeMerger()
+	}
 	return s, nil
 }
 
@@ -408,6 +435,12 @@ func (s *Store) Close() error {
 		// A mark left unfolded stays correct; the next open folds it.
 		s.stopFold()
 		<-s.foldDone
+	}
+	if s.stopMerge != nil {
+		// An unfinished merge is FTS5's to resume (a merge step is a
+		// transaction of its own).
+		s.stopMerge()
+		<-s.mergeDone
 	}
 	if s.stopWatch != nil {
 		s.stopWatch()

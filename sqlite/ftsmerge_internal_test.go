@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"slices"
+	"testing"
+)
+
+// putVarint appends v as SQLite's varint (values below 2^56 here).
+func putVarint(b []byte, v uint64) []byte {
+	var tmp []byte
+	tmp = append(tmp, byte(v&0x7f))
+	for v >>= 7; v > 0; v >>= 7 {
+		tmp = append(tmp, byte(v&0x7f)|0x80)
+	}
+	slices.Reverse(tmp)
+	return append(b, tmp...)
+}
+
+// The structure record's decoder reads both of FTS5's formats: two
+// levels, the second merging, segments of 3, 1 and 300 pages.
+func TestDecodeFTSStructure(t *testing.T) {
+	t.Parallel()
+	for _, v2 := range []bool{false, true} {
+		b := []byte{0, 0, 0, 7}
+		if v2 {
+			b = append(b, 0xff, 0, 0, 1)
+		}
+		for _, v := range []uint64{2, 3, 1 << 20} { // levels, segments, writes
+			b = putVarint(b, v)
+		}
+		seg := func(id, first, last uint64) {
+			b = putVarint(putVarint(putVarint(b, id), first), last)
+			if v2 {
+				for _, v := range []uint64{5, 9, 0, 0, 1000} {
+					b = putVarint(b, v)
+				}
+			}
+		}
+		b = putVarint(putVarint(b, 0), 2) // level 0: no merge, 2 segments
+		seg(1, 1, 3)
+		seg(2, 1, 1)
+		b = putVarint(putVarint(b, 1), 1) // level 1: merging 1, 1 segment
+		seg(300, 1, 300)
+		st, err := decodeFTSStructure(b)
+		if err != nil {
+			t.Fatalf("v2 %v: %v", v2, err)
+		}
+		if !slices.Equal(st.segs, []int{2, 1}) || !slices.Equal(st.merging, []int{0, 1}) ||
+			!slices.Equal(st.pages[0], []int{3, 1}) || !slices.Equal(st.pages[1], []int{300}) {
+			t.Errorf("v2 %v: decoded %+v", v2, st)
+		}
+		if !st.mergeDue(4) || st.rebuildDue(1) {
+			t.Errorf("v2 %v: a merge in progress is due (%v), a rebuild is not (%v)", v2, st.mergeDue(4), st.rebuildDue(1))
+		}
+		if _, err := decodeFTSStructure(b[:len(b)-2]); err == nil {
+			t.Errorf("v2 %v: a truncated record decoded", v2)
+		}
+	}
+	// Rebuild: the rest against the largest.
+	st := ftsStructure{segs: []int{2, 1}, merging: []int{0, 0}, pages: [][]int{{10, 15}, {200}}}
+	if !st.rebuildDue(1) || st.rebuildDue(26) {
+		t.Errorf("25 pages beside 200 make a rebuild due with a floor of 1, not of 26")
+	}
+	st.pages[0] = []int{10, 14}
+	if st.rebuildDue(1) {
+		t.Errorf("24 pages beside 200 made a rebuild due")
+	}
+}
