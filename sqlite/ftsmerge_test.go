@@ -181,7 +181,12 @@ func bulkDraft(t *testing.T, to, body string) mailroom.Draft {
 func TestFTSMergerRunsAfterSends(t *testing.T) {
 	t.Parallel()
 	stepped := make(chan bool, 1000)
-	s, ids := ftsStore(t, &sqlite.Hooks{FoldPoll: time.Hour, MergeStepped: func(merged bool) { stepped <- merged }})
+	s, ids := ftsStore(t, &sqlite.Hooks{FoldPoll: time.Hour, MergeStepped: func(merged bool) {
+		select {
+		case stepped <- merged:
+		default: // never block the merger (Close waits for it)
+		}
+	}})
 	sendSingles(t, s, ids, 0, 12)
 	timeout := time.After(time.Minute)
 	for merged := 0; ; {
