@@ -16,7 +16,7 @@ const defaultBulkChunk = 10_000
 
 // bulkShapes are the row counts of the multi-row INSERTs the bulk path
 // runs: a table's rows go in as many statements of the first size as fit,
-// then of the next. Few fixed shapes stay prepared in the statement cache
+// then of the next. Few fixed shapes stay prepared on each connection
 // across transactions (parsing a statement of thousands of rows cost more
 // than running it when every call prepared its own).
 var bulkShapes = [...]int{128, 16, 1}
@@ -262,7 +262,7 @@ func sendBulk(ctx context.Context, tx *ptx, me mailroom.Identity, d mailroom.Dra
 }
 
 // insertRows runs head VALUES (...), (...) tail over args, cols values a
-// row, in statements of the bulkShapes sizes, through the statement cache.
+// row, in statements of the bulkShapes sizes (kept prepared, stmtConn).
 func insertRows(ctx context.Context, tx *ptx, head string, cols int, args []any, tail string) error {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
 	for _, n := range bulkShapes {

@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"io"
+	"reflect"
 
 	sqlitedriver "modernc.org/sqlite"
 )
@@ -19,7 +21,7 @@ import (
 const (
 	maxCachedStmts = 352
 	maxCachedSQL   = 768 << 10 // bytes of SQL text a connection keeps prepared
-	maxStmtSQL     = 64 << 10  // a longer statement (a migration) is not kept
+	maxStmtSQL     = 256 << 10 // a longer statement is not kept (a listing for many roles is ~10-40 KB)
 )
 
 // openDB opens a pool whose connections keep their statements prepared
@@ -62,9 +64,9 @@ type innerConn interface {
 // statements were half of the sqlite test package's CPU (session 10's
 // profile), and two parses on each connection's first call in production.
 //
-// database/sql uses a connection from one goroutine at a time, and calls
-// Rows.Close under the connection's lock, so stmtConn needs no lock of its
-// own.
+// database/sql makes every call of a driver connection, Rows.Close
+// included (also when a context ends, from its own goroutine), under that
+// connection's mutex, so stmtConn needs no lock of its own.
 type stmtConn struct {
 	inner innerConn
 	lru   list.List // of *cachedStmt, most recently used first
@@ -124,6 +126,8 @@ func (c *stmtConn) ResetSession(ctx context.Context) error { return c.inner.Rese
 func (c *stmtConn) IsValid() bool                          { return c.inner.IsValid() }
 
 // Close finalizes the kept statements, then closes the connection.
+// database/sql closes a connection only once its rows are closed, so no
+// statement is busy then.
 func (c *stmtConn) Close() error {
 	var errs []error
 	for e := c.lru.Front(); e != nil; e = e.Next() {
@@ -132,7 +136,7 @@ func (c *stmtConn) Close() error {
 	c.lru.Init()
 	clear(c.bySQL)
 	c.bytes = 0
-	return errors.Join(errors.Join(errs...), c.inner.Close())
+	return errors.Join(append(errs, c.inner.Close())...)
 }
 
 func (c *stmtConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -200,7 +204,9 @@ func (c *stmtConn) release(cs *cachedStmt) {
 	}
 }
 
-// cachedRows releases its statement when closed.
+// cachedRows releases its statement when closed. It forwards the
+// driver's optional column-type and result-set methods, which embedding
+// driver.Rows alone would hide from database/sql.
 type cachedRows struct {
 	driver.Rows
 	c      *stmtConn
@@ -228,4 +234,51 @@ func withoutStmtCache(ctx context.Context) context.Context {
 
 func skipsStmtCache(ctx context.Context) bool {
 	return ctx.Value(skipStmtCacheKey{}) != nil
+}
+
+func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *cachedRows) ColumnTypeScanType(i int) reflect.Type {
+	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return t.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
+}
+
+func (r *cachedRows) ColumnTypeNullable(i int) (nullable, ok bool) {
+	if t, is := r.Rows.(driver.RowsColumnTypeNullable); is {
+		return t.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+func (r *cachedRows) ColumnTypeLength(i int) (int64, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypeLength); ok {
+		return t.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *cachedRows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
+	if t, is := r.Rows.(driver.RowsColumnTypePrecisionScale); is {
+		return t.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
+}
+
+func (r *cachedRows) HasNextResultSet() bool {
+	t, ok := r.Rows.(driver.RowsNextResultSet)
+	return ok && t.HasNextResultSet()
+}
+
+func (r *cachedRows) NextResultSet() error {
+	if t, ok := r.Rows.(driver.RowsNextResultSet); ok {
+		return t.NextResultSet()
+	}
+	return io.EOF
 }

@@ -214,7 +214,7 @@ func (s *Store) checkpoint(ctx context.Context) {
 }
 
 func deleteConcepts(ctx context.Context, tx *ptx, q string, args ...any) ([]string, error) {
-	// Not cached: the statement returns rows we must drain before reuse.
+	// Untraced: q is one of deleteConcepts' callers' own statements.
 	rows, err := tx.Tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

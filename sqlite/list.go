@@ -531,8 +531,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				count.WriteString(`, (` + watermarkSQL(len(roles)) + `)`)
 				return count.String()
 			})
-			// The count and page queries vary with the filters: the common
-			// shapes are kept prepared, the rest run unprepared.
+			// The count and page queries vary with the filters; each
+			// connection keeps the shapes it ran prepared (stmtConn).
 			var mark sql.NullString
 			if err := tx.QueryRowContext(ctx, q, args...).Scan(&page.TotalCount, &mark); err != nil {
 				return err
