@@ -66,3 +66,49 @@ func TestDecodeFTSStructure(t *testing.T) {
 		t.Errorf("24 pages beside 200 made a rebuild due")
 	}
 }
+
+// FuzzDecodeFTSStructure: the structure record comes from the database
+// file, which another program or a damaged disk may have written; the
+// merger decodes it in the background, so whatever the bytes it returns
+// an error or a structure whose levels agree, and never panics.
+func FuzzDecodeFTSStructure(f *testing.F) {
+	for _, v2 := range []bool{false, true} {
+		b := []byte{0, 0, 0, 7}
+		if v2 {
+			b = append(b, 0xff, 0, 0, 1)
+		}
+		b = putVarint(putVarint(putVarint(b, 2), 3), 1<<20)
+		seg := func(id, first, last uint64) {
+			b = putVarint(putVarint(putVarint(b, id), first), last)
+			if v2 {
+				for _, v := range []uint64{5, 9, 0, 0, 1000} {
+					b = putVarint(b, v)
+				}
+			}
+		}
+		b = putVarint(putVarint(b, 0), 2)
+		seg(1, 1, 3)
+		seg(2, 1, 1)
+		b = putVarint(putVarint(b, 1), 1)
+		seg(300, 1, 300)
+		f.Add(b)
+	}
+	f.Add([]byte{0, 0, 0, 1, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := decodeFTSStructure(b)
+		if err != nil {
+			return
+		}
+		if len(st.segs) != len(st.merging) || len(st.segs) != len(st.pages) {
+			t.Fatalf("levels disagree: %d segment counts, %d merge counts, %d page lists", len(st.segs), len(st.merging), len(st.pages))
+		}
+		for l, k := range st.segs {
+			if len(st.pages[l]) != k {
+				t.Fatalf("level %d: %d segments, %d sizes", l, k, len(st.pages[l]))
+			}
+		}
+		st.segments()
+		st.mergeDue(ftsUsermerge)
+		st.rebuildDue(ftsRebuildFloor)
+	})
+}
