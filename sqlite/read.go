@@ -371,11 +371,17 @@ func (s *Store) MarkAllRead(ctx context.Context, through string, includeRoles bo
 			if err != nil {
 				return err
 			}
-			_, hasMark, err := markOf(ctx, tx, me.ID)
-			if err != nil {
+			// So is the drain's when the clock is behind stored mail
+			// (it stepped back): a snapshot taken in the read is marked
+			// only where delivered from before its time (markPersonal),
+			// which would leave out the mail from "later". One
+			// statement asks for the mark and the clock.
+			var hasMark, behind bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM read_mark WHERE recipient_id = ?1), `+clockBehind,
+				me.ID, ts(rc.SnapshotAt)).Scan(&hasMark, &behind); err != nil {
 				return err
 			}
-			if ok || len(rolesTouched) > 0 || hasMark {
+			if ok || len(rolesTouched) > 0 || hasMark || behind {
 				nPersonal = max(n, 0)
 				rc.MatchedCount += nPersonal
 				rolesJSON = rj
@@ -788,11 +794,20 @@ func markRoles(ctx context.Context, tx *ptx, me int64, at, before, ids string) (
 // largest plus one); that message is not the snapshot's. ?4 is then the
 // snapshot's time; for a snapshot taken in the write itself (no purge
 // between) it is anyTime, so that a clock that stepped back since a
-// delivery does not hide it from the drain.
+// delivery does not hide it from the drain; a drain whose clock is behind
+// stored mail takes its snapshot there (clockBehind), unless a test hook
+// wants the snapshot in the read.
 const markPersonal = `UPDATE delivery SET read_at = ?1 WHERE id IN (SELECT value FROM json_each(?3)) AND read_at IS NULL AND delivered_at <= ?4`
 
 // anyTime is later than every stored time (the fixed-width timeFormat).
 const anyTime = "9999-12-31T23:59:59.999999Z"
+
+// clockBehind is "some stored message is from after ?2" (now): the
+// store's clock stepped back since (an NTP step, a VM restored), and a
+// time bound from now would leave out that mail. A delivery's delivered_at
+// is its message's created_at (send.go, bulk.go), so one probe of
+// message_created answers for every delivery.
+const clockBehind = `EXISTS (SELECT 1 FROM message WHERE created_at > ?2)`
 
 // markCounted marks the snapshot's personal deliveries (JSON ids in
 // marked) read, taking them out of their counts first and putting them

@@ -25,7 +25,8 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Advance moves the clock on by d.
+// Advance moves the clock on by d, or back for a negative d (a wall
+// clock stepped back: RunDrainAfterTheClockSteppedBack).
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -53,6 +53,7 @@ func Run(t *testing.T, openAt Open) {
 	t.Run("LifecycleChangesNameTheirInboxes", func(t *testing.T) { testLifecycleChanges(t, open(t)) })
 	RunLifecycle(t, open)
 	RunDrainEdges(t, open)
+	t.Run("DrainAfterTheClockSteppedBack", func(t *testing.T) { t.Parallel(); RunDrainAfterTheClockSteppedBack(t, openAt) })
 	t.Run("InboxState", func(t *testing.T) { testInboxState(t, open(t)) })
 	t.Run("NewMail", func(t *testing.T) { testNewMail(t, open(t)) })
 	t.Run("Announce", func(t *testing.T) { testAnnounce(t, open(t)) })
