@@ -143,6 +143,38 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
+// BenchmarkDrainByRows is a drain that marks rows (no read-through mark:
+// one archived unread message keeps it off the mark; no roles) of 10
+// unread messages sent before each drain (untimed), on one store: the
+// path of a drain after the clock stepped back, and of most small drains
+// around archived mail. Run it with -benchtime 300x; 1x is one drain.
+func BenchmarkDrainByRows(b *testing.B) {
+	e := newBenchEnv(b)
+	d := draft(b, "@bob")
+	r, err := e.s.Send(e.alice, d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.s.Archive(e.bob, r.MessageID); err != nil {
+		b.Fatal(err)
+	}
+	var c cpuMeter
+	for b.Loop() {
+		b.StopTimer()
+		if err := e.s.SendMany(e.alice, d, 10); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		c.resume()
+		rc, err := e.s.MarkAllRead(e.bob, "", false)
+		c.pause()
+		if err != nil || rc.ReadCount != 10 || rc.DurableCount != 10 {
+			b.Fatalf("%+v %v", rc, err)
+		}
+	}
+	c.report(b)
+}
+
 // wantTotal is the totalCount a listing of total rows reports: a search
 // counts to mailroom.SearchCount (then says it is a lower bound).
 func wantTotal(in mailroom.ListInput, total int) int {
