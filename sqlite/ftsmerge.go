@@ -97,12 +97,17 @@ const (
 // mergeDue says whether FTS5's 'merge' with usermerge min has work: an
 // unfinished merge, or a level of at least min segments.
 func (st ftsStructure) mergeDue(min int) bool {
+	// As fts5IndexMerge chooses: the level with the most segments, up
+	// to the first with a merge unfinished, which it takes only if it
+	// reads more segments than any level before it holds.
+	best := 0
 	for i, k := range st.segs {
-		if st.merging[i] > 0 || k >= min {
-			return true
+		if st.merging[i] > 0 {
+			return st.merging[i] > best || best >= min
 		}
+		best = max(best, k)
 	}
-	return false
+	return best >= min
 }
 
 var errFTSStructure = errors.New("full-text index structure record: unexpected format")
@@ -183,27 +188,44 @@ func sqliteVarint(b []byte) (uint64, int) {
 func ftsStructureOf(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }) (ftsStructure, error) {
+	st, _, err := ftsStructureRecord(ctx, q)
+	return st, err
+}
+
+// ftsStructureRecord is ftsStructureOf with the record's bytes.
+func ftsStructureRecord(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (ftsStructure, []byte, error) {
 	var b []byte
 	err := q.QueryRowContext(ctx, `SELECT block FROM message_fts_data WHERE id = 10`).Scan(&b)
 	if isNoRows(err) {
-		return ftsStructure{}, nil
+		return ftsStructure{}, nil, nil
 	} else if err != nil {
-		return ftsStructure{}, err
+		return ftsStructure{}, nil, err
 	}
-	return decodeFTSStructure(b)
+	st, err := decodeFTSStructure(b)
+	return st, b, err
 }
 
 // ftsMergeStep runs one budgeted step of FTS5's incremental merge in a
 // background write transaction, if the index has one due, and reports
 // whether it did any work (FTS5 changes two or more rows for a step that
-// merged; a step with nothing to merge is not run again).
+// merged).
 func (s *Store) ftsMergeStep(ctx context.Context) (more bool, err error) {
 	// Asked first outside a write: a merger with nothing to do writes
 	// nothing.
-	st, err := ftsStructureOf(ctx, s.db)
+	st, record, err := ftsStructureRecord(ctx, s.db)
 	unknown := errors.Is(err, errFTSStructure) // then FTS5's merge decides alone
 	if err != nil && !unknown {
 		return false, err
+	}
+	// A step that merged nothing is not tried again on the same index
+	// (the record changes with every write to it): every step commits,
+	// waking every other process's watcher, so an idle merger must not
+	// repeat one, whether mergeDue misjudged FTS5's choice or the
+	// record's format is unknown.
+	if idle, _ := s.ftsIdle.Load().(string); idle != "" && idle == string(record) {
+		return false, nil
 	}
 	pages := s.ftsMergePages
 	switch {
@@ -232,6 +254,8 @@ func (s *Store) ftsMergeStep(ctx context.Context) (more bool, err error) {
 	})
 	if more {
 		s.ftsMerges.Add(1)
+	} else if err == nil && record != nil {
+		s.ftsIdle.Store(string(record))
 	}
 	if s.hooks.MergeStepped != nil && err == nil {
 		s.hooks.MergeStepped(more)

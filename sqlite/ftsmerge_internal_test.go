@@ -49,8 +49,15 @@ func TestDecodeFTSStructure(t *testing.T) {
 			!slices.Equal(st.pages[0], []int{3, 1}) || !slices.Equal(st.pages[1], []int{300}) {
 			t.Errorf("v2 %v: decoded %+v", v2, st)
 		}
-		if !st.mergeDue(4) || st.rebuildDue(1) {
-			t.Errorf("v2 %v: a merge in progress is due (%v), a rebuild is not (%v)", v2, st.mergeDue(4), st.rebuildDue(1))
+		// FTS5's 'merge' takes level 1's unfinished merge (of 1) only if
+		// it reads more segments than level 0 holds (2): with usermerge
+		// 4 nothing is due; with 2, level 0 is.
+		if st.mergeDue(4) || !st.mergeDue(2) || st.rebuildDue(1) {
+			t.Errorf("v2 %v: due with usermerge 4 %v (want false), 2 %v (want true); a rebuild %v (want false)", v2, st.mergeDue(4), st.mergeDue(2), st.rebuildDue(1))
+		}
+		lone := ftsStructure{segs: []int{1, 3}, merging: []int{0, 2}, pages: [][]int{{1}, {5, 5, 5}}}
+		if !lone.mergeDue(4) {
+			t.Errorf("a merge of 2 unfinished above a level of 1 segment is not due")
 		}
 		if _, err := decodeFTSStructure(b[:len(b)-2]); err == nil {
 			t.Errorf("v2 %v: a truncated record decoded", v2)

@@ -187,6 +187,7 @@ type Store struct {
 	ftsRebuildMin int          // ftsRebuildFloor; tests lower it
 	ftsMergePace  int          // ftsMergePace
 	ftsMerges     atomic.Int64 // merge steps that merged (tests count them)
+	ftsIdle       atomic.Value // string: the structure record a step last merged nothing in
 }
 
 var _ mailroom.Store = (*Store)(nil)
