@@ -148,6 +148,14 @@ func work(t *testing.T, s *postgres.Store, q pgx.TraceQueryStartData) int {
 	if l := strings.ToLower(sql); strings.HasPrefix(l, "begin") || strings.HasPrefix(l, "commit") || strings.HasPrefix(l, "rollback") {
 		return 0
 	}
+	return explainAnalyze(t, s, q).rows()
+}
+
+// explainAnalyze runs q under EXPLAIN ANALYZE in a read-only transaction,
+// after the SET LOCAL statements in settings, and returns its plan.
+func explainAnalyze(t *testing.T, s *postgres.Store, q pgx.TraceQueryStartData, settings ...string) node {
+	t.Helper()
+	sql := strings.TrimSpace(q.SQL)
 	args := []any{pgx.QueryExecModeExec}
 	for _, a := range q.Args {
 		if _, ok := a.(pgx.QueryExecMode); !ok {
@@ -160,6 +168,11 @@ func work(t *testing.T, s *postgres.Store, q pgx.TraceQueryStartData) int {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
+	for _, set := range settings {
+		if _, err := tx.Exec(ctx, `SET LOCAL `+set); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var raw string
 	if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sql, args...).Scan(&raw); err != nil {
 		t.Fatalf("%v\n%s", err, sql)
@@ -168,10 +181,11 @@ func work(t *testing.T, s *postgres.Store, q pgx.TraceQueryStartData) int {
 	if err := json.Unmarshal([]byte(raw), &plan); err != nil || len(plan) != 1 {
 		t.Fatalf("%v %s", err, raw)
 	}
-	return plan[0].Plan.rows()
+	return plan[0].Plan
 }
 
 type node struct {
+	Relation   string  `json:"Relation Name"`
 	Rows       float64 `json:"Actual Rows"`
 	Loops      float64 `json:"Actual Loops"`
 	Filtered   float64 `json:"Rows Removed by Filter"`
@@ -187,6 +201,17 @@ func (n node) rows() int {
 		r += c.rows()
 	}
 	return r
+}
+
+// byRelation adds the rows each relation's scans produced or dropped,
+// times their loops, to out.
+func (n node) byRelation(out map[string]int) {
+	if n.Relation != "" {
+		out[n.Relation] += int((n.Rows + n.Filtered + n.Recheck) * n.Loops)
+	}
+	for _, c := range n.Plans {
+		c.byRelation(out)
+	}
 }
 
 // A listing of a small role queue in a large store stops at the page: each
