@@ -81,8 +81,8 @@ func TestFTSMergerStepThatMergesNothingWritesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m {
-			t.Skipf("step %d merged: FTS5 now continues the rebuild", i)
+		if m { // stalledRebuild checked the state in which FTS5 merges nothing
+			t.Fatalf("step %d merged: FTS5 continued the stalled rebuild", i)
 		}
 	}
 	after, err := sqlite.ChangeLogRows(ctx, s)

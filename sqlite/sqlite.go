@@ -129,7 +129,7 @@ type Store struct {
 	names      frozen[int64, string]
 	recipients frozen[string, []string]
 	texts      frozen[string, string] // listing statements by shape (Store.text)
-	// wdb and wcache are the one-connection writer pool of writePool mode
+	// wdb is the one-connection writer pool of writePool mode
 	// (kept to measure the write queue against; see group.go).
 	wdb *sql.DB
 	dsn string
