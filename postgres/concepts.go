@@ -171,11 +171,11 @@ func (s *Store) Concepts(ctx context.Context, limit, scan int) (mailroom.Concept
 		if err != nil {
 			return err
 		}
-		b := inboxBranchesFor("", "", len(roles.ids))
+		b := inboxWalkBranches("", "", len(roles.ids))
 		for i := range b {
 			b[i] = `(` + b[i] + ` ORDER BY seq DESC LIMIT $4)`
 		}
-		window := `SELECT seq FROM (` + strings.Join(b, " UNION ALL ") + ` UNION ALL (` + outboxBranch("", true) + ` ORDER BY seq DESC LIMIT $4) ORDER BY seq DESC LIMIT $4) w`
+		window := `SELECT seq FROM (` + strings.Join(b, " UNION ALL ") + ` UNION ALL (` + outboxWalkBranch("", true) + ` ORDER BY seq DESC LIMIT $4) ORDER BY seq DESC LIMIT $4) w`
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+window+`) v`, me.ID, roles.ids, roles.own, scan+1).Scan(&n); err != nil {
 			return err

@@ -94,6 +94,23 @@ func inboxBranchesFor(dcond, mcond string, n int) []string {
 	return out
 }
 
+// inboxWalkBranches is inboxBranchesFor for a walk of the inbox in seq
+// order that stops at a page (each branch ordered and limited): each role
+// branch tests its deliveries by probes of their keys (roleVisibleProbes).
+// As anti-joins, the planner may answer them with a hash of the caller's
+// whole personal mailbox and a sort of the whole queue (its estimate of
+// the anti-joins' rows is far too low): a first page for a holder of a
+// 100k queue with 670k personal deliveries cost 610 ms of server CPU at
+// 1M, against ~2 ms walking the queue's key range (docs/benchmarks.md,
+// "PostgreSQL pages of a large role queue").
+func inboxWalkBranches(dcond, mcond string, n int) []string {
+	b := inboxBranchesFor(dcond, mcond, n)
+	for i := 1; i < len(b); i++ {
+		b[i] = strings.Replace(b[i], roleVisible, roleVisibleProbes, 1)
+	}
+	return b
+}
+
 // roleBranchOf is the role branch b on the caller's i-th queue alone: its
 // key range, and its queue's mark a constant of the statement (so an
 // unread branch's range starts above the mark).
@@ -152,11 +169,21 @@ var roleHidden = `SELECT d.* FROM (` + roleCandidates + `) c CROSS JOIN LATERAL 
 // outboxBranch selects (seq, rcpt) of the caller's sent mail; with
 // skipInbox it leaves out what the personal inbox branch already shows.
 func outboxBranch(mcond string, skipInbox bool) string {
+	return outboxBranchWith(mcond, skipInbox, "")
+}
+
+// outboxWalkBranch is outboxBranch for a walk in seq order that stops at
+// a page: its tests are probes of their keys, as inboxWalkBranches' are.
+func outboxWalkBranch(mcond string, skipInbox bool) string {
+	return outboxBranchWith(mcond, skipInbox, " OFFSET 0")
+}
+
+func outboxBranchWith(mcond string, skipInbox bool, end string) string {
 	q := `SELECT m.seq AS seq, NULL::bigint AS rcpt FROM message m WHERE m.sender_id = $1
-		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = m.seq)` + mcond
+		AND NOT EXISTS (SELECT 1 FROM message_deleted x WHERE x.identity_id = $1 AND x.message_seq = m.seq` + end + `)` + mcond
 	if skipInbox { // its personal copy, or its handoff to the caller's own next session
-		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = m.seq)
-		AND NOT EXISTS (SELECT 1 FROM delivery r WHERE r.recipient = $3 AND r.message_seq = m.seq AND r.recipient = ANY($2))`
+		q += ` AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.recipient = $1 AND p.message_seq = m.seq` + end + `)
+		AND NOT EXISTS (SELECT 1 FROM delivery r WHERE r.recipient = $3 AND r.message_seq = m.seq AND r.recipient = ANY($2)` + end + `)`
 	}
 	return q
 }
@@ -294,20 +321,28 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// branches are the SELECTs of (seq, rcpt) the listing unions, with
 		// extra conditions on the inbox's delivery d and the outbox's
 		// message m.
-		branches := func(dextra, mextra string) []string {
+		branches := func(dextra, mextra string, walk bool) []string {
 			var b []string
 			if f.Box != mailroom.BoxOutbox {
 				// No role branch for a caller without roles.
-				b = inboxBranchesFor(dcond+dextra, mcond, len(roles.ids))
+				inbox := inboxBranchesFor
+				if walk {
+					inbox = inboxWalkBranches
+				}
+				b = inbox(dcond+dextra, mcond, len(roles.ids))
 			}
 			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
 				// Outbox rows have no read state, archive or route of the
 				// caller's, so listings by those have none of them.
-				b = append(b, outboxBranch(mcond+mextra, f.Box == mailroom.BoxAll))
+				outbox := outboxBranch
+				if walk {
+					outbox = outboxWalkBranch
+				}
+				b = append(b, outbox(mcond+mextra, f.Box == mailroom.BoxAll))
 			}
 			return b
 		}
-		parts := branches("", "")
+		parts := branches("", "", false)
 		if page.Watermark, err = watermark(ctx, tx, me, roles); err != nil {
 			return err
 		}
@@ -324,7 +359,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// A bounded search (mailroom.Search): walk the words'
 			// matches newest first, asking of each whether it is in the
 			// listing, then read the page's rows by seq.
-			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`)
+			mine := branches(` AND d.message_seq = w.seq`, ` AND m.seq = w.seq`, false)
 			for i, b := range mine {
 				// OFFSET 0 keeps each a probe of the delivery key: without it
 				// the planner may hash every delivery of the caller's (a
@@ -353,7 +388,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// given), by a CTE nothing reads.
 			with = `, q AS (SELECT ` + search + ` AS q)`
 			p := param(seqs)
-			pageParts, offset = branches(` AND d.message_seq = ANY(`+p+`::bigint[])`, ` AND m.seq = ANY(`+p+`::bigint[])`), 0
+			pageParts, offset = branches(` AND d.message_seq = ANY(`+p+`::bigint[])`, ` AND m.seq = ANY(`+p+`::bigint[])`, false), 0
 		} else {
 			var count strings.Builder
 			count.WriteString(`SELECT 0`)
@@ -395,9 +430,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// the same index range scan as a first page, at any depth. (Its
 			// parameter comes after the count's, which does not use it.)
 			pageParts = parts
+			if related == "" { // a page in seq order walks each branch's index
+				pageParts = branches("", "", true)
+			}
 			if f.Before > 0 {
 				p := param(f.Before)
-				pageParts = branches(` AND d.message_seq < `+p, ` AND m.seq < `+p)
+				pageParts = branches(` AND d.message_seq < `+p, ` AND m.seq < `+p, true)
 			}
 		}
 		// One row more than the page says whether a next page exists.
@@ -526,7 +564,7 @@ func reader(ctx context.Context, q querier, me mailroom.Identity, of string, kin
 
 // watermark returns the id of the newest message in the caller's inbox.
 func watermark(ctx context.Context, tx pgx.Tx, me mailroom.Identity, roles roleSet) (*string, error) {
-	b := inboxBranchesFor("", "", len(roles.ids))
+	b := inboxWalkBranches("", "", len(roles.ids))
 	for i := range b {
 		b[i] = `(` + b[i] + ` ORDER BY d.message_seq DESC LIMIT 1)`
 	}
