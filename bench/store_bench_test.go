@@ -73,6 +73,10 @@ func BenchmarkSeededInbox(b *testing.B) {
 		// five): an intersection of large posting lists on PostgreSQL.
 		{"query-five-common", mailroom.ListInput{Query: "replica failover shard backfill alert"}},
 		{"cursor-at-90pct", mailroom.ListInput{Cursor: deep}},
+		// By route: agent-0's role mail is a queue of ~100k beside ~670k
+		// personal deliveries, none of them via a role.
+		{"via-role", mailroom.ListInput{Via: mailroom.ViaRole}},
+		{"via-direct", mailroom.ListInput{Via: mailroom.ViaDirect}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cpu, own := pgtest.ServerCPU(), cpuTime()

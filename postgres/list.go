@@ -330,6 +330,25 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					inbox = inboxWalkBranches
 				}
 				b = inbox(dcond+dextra, mcond, len(roles.ids))
+				// Only role mailboxes get mail via a role, and all of theirs
+				// comes that way: a branch that cannot hold the route asked
+				// for is planned away, where its filter on via read every
+				// delivery it has (agent-0's via: role page at 1M walked
+				// 670k personal deliveries, 121 ms; via: direct its 100k
+				// review queue, 64 ms), and a role branch asked for role
+				// mail does not test via (the planner took the test for a
+				// rare one and sorted the whole queue).
+				switch f.Via {
+				case mailroom.ViaRole:
+					b[0] += ` AND false`
+					for i := 1; i < len(b); i++ {
+						b[i] = strings.Replace(b[i], ` AND d.via = `+via, ``, 1)
+					}
+				case mailroom.ViaDirect, mailroom.ViaBroadcast:
+					for i := 1; i < len(b); i++ {
+						b[i] += ` AND false`
+					}
+				}
 			}
 			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
 				// Outbox rows have no read state, archive or route of the

@@ -312,8 +312,11 @@ func TestSmallRoleQueueListingsDoNotWalkTheStore(t *testing.T) {
 // for agent-0's first page, docs/benchmarks.md); a store small enough for a
 // test does not mislead it the same way, so no statement of these calls
 // may plan an anti-join at all, and their work may not grow with the
-// mailboxes. bob holds role:reviewer and role:ops; his personal mail and
-// the reviewer queue grow eightfold, interleaved.
+// mailboxes (the counts beside the pages read what they count). A listing
+// by route reads only the branches that can hold it (only role mailboxes
+// get mail via a role). bob holds role:reviewer and
+// role:ops; his personal mail, the reviewer queue and his outbox grow
+// eightfold, interleaved.
 func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 	calls := []struct {
 		name string
@@ -321,6 +324,7 @@ func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 	}{
 		{"list", mailroom.ListInput{}}, {"list unread", mailroom.ListInput{UnreadOnly: true}},
 		{"list all", mailroom.ListInput{Box: "all", Limit: ptr(10)}}, {"list cursor", mailroom.ListInput{Limit: ptr(5)}},
+		{"list via role", mailroom.ListInput{Via: "role"}}, {"list via direct", mailroom.ListInput{Via: "direct"}},
 	}
 	plans := func(n int) map[string]int {
 		s, rec, as := roleHolderStore(t)
@@ -329,7 +333,7 @@ func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 			for _, m := range []struct {
 				from, to string
 				n        int
-			}{{"alice", "@bob", 6 * n / 4}, {"alice", "role:reviewer", n / 4}, {"carol", "@bob", n / 4}} {
+			}{{"alice", "@bob", 6 * n / 4}, {"alice", "role:reviewer", n / 4}, {"carol", "@bob", n / 4}, {"bob", "@carol", n / 4}} {
 				if err := s.SendMany(as(m.from), draft(t, m.to), m.n); err != nil {
 					t.Fatal(err)
 				}
@@ -348,10 +352,13 @@ func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 				if sql := strings.ToLower(strings.TrimSpace(q.SQL)); strings.HasPrefix(sql, "begin") || strings.HasPrefix(sql, "commit") || strings.HasPrefix(sql, "rollback") {
 					continue
 				}
+				// A count (SELECT 0 + ...) reads every row it counts (there
+				// an anti-join is the cheap plan): the pages are measured.
+				if strings.Contains(q.SQL, "SELECT 0 + (") {
+					continue
+				}
 				p := explainAnalyze(t, s, q)
-				// A count (SELECT 0 + ...) reads every row it counts: there
-				// an anti-join is the cheap plan.
-				if a := p.antiJoins(); a > 0 && !strings.Contains(q.SQL, "SELECT 0 + (") {
+				if a := p.antiJoins(); a > 0 {
 					t.Errorf("%s: %d anti-joins planned for %s", name, a, q.SQL)
 				}
 				out[name] += p.rows()
@@ -379,9 +386,13 @@ func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 		measure("concepts", func() error { _, err := s.Concepts(as("bob"), 10, 100); return err })
 		return out
 	}
+	// A store this small is joined to the page by hash (a pass over each
+	// table) where a large one probes the page's rows, so the larger
+	// store's work is also held to a bound of its own: a page's, not a
+	// mailbox's (its walks read ~550 rows; a mailbox holds 24,000).
 	small, large := plans(400), plans(3_200)
 	for name, n := range small {
-		if n == 0 || large[name] > n+200 {
+		if n == 0 || large[name] > n+200 || large[name] > 2_000 {
 			t.Errorf("%s: plan rows %d with a queue of 400 beside 3,000 other deliveries, %d with 3,200 beside 24,000", name, n, large[name])
 		}
 	}
