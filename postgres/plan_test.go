@@ -139,6 +139,16 @@ func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Trace
 
 func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// during returns the statements call ran.
+func (r *recorder) during(t *testing.T, call func() error) []pgx.TraceQueryStartData {
+	t.Helper()
+	r.start()
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	return r.stop()
+}
+
 // work runs q under EXPLAIN ANALYZE in a read-only transaction and
 // returns the rows its plan's nodes produced or dropped, times their
 // loops: what a pass over a queue cannot hide (one index page holds
@@ -292,61 +302,24 @@ func (n node) byRelation(out map[string]int) {
 // messages, bob's two roles), the store grows from 1,000 to 8,000 newer
 // deliveries that are not bob's.
 func TestSmallRoleQueueListingsDoNotWalkTheStore(t *testing.T) {
-	calls := []struct {
-		name string
-		in   mailroom.ListInput
-	}{
-		{"list", mailroom.ListInput{}}, {"list role", mailroom.ListInput{Via: "role"}},
-		{"list unread", mailroom.ListInput{UnreadOnly: true}}, {"list all", mailroom.ListInput{Box: "all", Limit: ptr(10)}},
-		{"list role cursor", mailroom.ListInput{Via: "role", Limit: ptr(5)}},
+	calls := []listingCall{
+		{"list", mailroom.ListInput{}, false}, {"list role", mailroom.ListInput{Via: "role"}, false},
+		{"list unread", mailroom.ListInput{UnreadOnly: true}, false}, {"list all", mailroom.ListInput{Box: "all", Limit: ptr(10)}, false},
+		{"list role cursor", mailroom.ListInput{Via: "role", Limit: ptr(5)}, true},
 	}
 	plans := func(others int) map[string]int {
 		s, rec, as := roleHolderStore(t)
-		ctx := context.Background()
-		for _, m := range []struct {
-			from, to string
-			n        int
-		}{
+		sendAndAnalyze(t, s, as, []bulkSend{
 			{"alice", "role:reviewer", 20}, {"carol", "role:ops", 20}, {"alice", "@bob", 5},
 			{"alice", "@carol", others}, {"carol", "@alice", others / 10},
-		} {
-			if err := s.SendMany(as(m.from), draft(t, m.to), m.n); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Analyze(ctx); err != nil {
-			t.Fatal(err)
-		}
+		})
 		out := map[string]int{}
 		measure := func(name string, call func() error) {
-			rec.start()
-			if err := call(); err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range rec.stop() {
+			for _, q := range rec.during(t, call) {
 				out[name] += work(t, s, q)
 			}
 		}
-		for _, c := range calls {
-			f, err := c.in.Filter()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.name == "list role cursor" { // a second page, by cursor
-				p, err := s.List(as("bob"), f)
-				if err != nil || p.NextCursor == nil {
-					t.Fatalf("%v %+v", err, p)
-				}
-				in := c.in
-				in.Cursor = p.NextCursor
-				if f, err = in.Filter(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			measure(c.name, func() error { _, err := s.List(as("bob"), f); return err })
-		}
-		measure("new mail", func() error { _, err := s.NewMail(as("bob"), "", true, 10); return err })
-		measure("concepts", func() error { _, err := s.Concepts(as("bob"), 10, 100); return err })
+		bobsListings(t, s, as, calls, measure)
 		return out
 	}
 	small, large := plans(1_000), plans(8_000)
@@ -375,38 +348,19 @@ func TestSmallRoleQueueListingsDoNotWalkTheStore(t *testing.T) {
 // role:ops; his personal mail, the reviewer queue and his outbox grow
 // eightfold, interleaved.
 func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
-	calls := []struct {
-		name string
-		in   mailroom.ListInput
-	}{
-		{"list", mailroom.ListInput{}}, {"list unread", mailroom.ListInput{UnreadOnly: true}},
-		{"list all", mailroom.ListInput{Box: "all", Limit: ptr(10)}}, {"list cursor", mailroom.ListInput{Limit: ptr(5)}},
-		{"list via role", mailroom.ListInput{Via: "role"}}, {"list via direct", mailroom.ListInput{Via: "direct"}},
+	calls := []listingCall{
+		{"list", mailroom.ListInput{}, false}, {"list unread", mailroom.ListInput{UnreadOnly: true}, false},
+		{"list all", mailroom.ListInput{Box: "all", Limit: ptr(10)}, false}, {"list cursor", mailroom.ListInput{Limit: ptr(5)}, true},
+		{"list via role", mailroom.ListInput{Via: "role"}, false}, {"list via direct", mailroom.ListInput{Via: "direct"}, false},
 	}
 	plain := map[string]bool{"list": true, "list unread": true, "list all": true, "list cursor": true}
 	plans := func(n int) map[string]int {
 		s, rec, as := roleHolderStore(t)
-		ctx := context.Background()
-		for range 4 {
-			for _, m := range []struct {
-				from, to string
-				n        int
-			}{{"alice", "@bob", 6 * n / 4}, {"alice", "role:reviewer", n / 4}, {"carol", "@bob", n / 4}, {"bob", "@carol", n / 4}} {
-				if err := s.SendMany(as(m.from), draft(t, m.to), m.n); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := s.Analyze(ctx); err != nil {
-			t.Fatal(err)
-		}
+		round := []bulkSend{{"alice", "@bob", 6 * n / 4}, {"alice", "role:reviewer", n / 4}, {"carol", "@bob", n / 4}, {"bob", "@carol", n / 4}}
+		sendAndAnalyze(t, s, as, slices.Concat(round, round, round, round))
 		out := map[string]int{}
 		measure := func(name string, call func() error) {
-			rec.start()
-			if err := call(); err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range rec.stop() {
+			for _, q := range rec.during(t, call) {
 				if control(q.SQL) {
 					continue
 				}
@@ -431,26 +385,7 @@ func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 				}
 			}
 		}
-		for _, c := range calls {
-			f, err := c.in.Filter()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.name == "list cursor" { // a second page, by cursor
-				p, err := s.List(as("bob"), f)
-				if err != nil || p.NextCursor == nil {
-					t.Fatalf("%v %+v", err, p)
-				}
-				in := c.in
-				in.Cursor = p.NextCursor
-				if f, err = in.Filter(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			measure(c.name, func() error { _, err := s.List(as("bob"), f); return err })
-		}
-		measure("new mail", func() error { _, err := s.NewMail(as("bob"), "", true, 10); return err })
-		measure("concepts", func() error { _, err := s.Concepts(as("bob"), 10, 100); return err })
+		bobsListings(t, s, as, calls, measure)
 		return out
 	}
 	// A store this small is joined to the page by hash (a pass over each
@@ -464,6 +399,60 @@ func TestLargeRoleQueuePagesStopAtThePage(t *testing.T) {
 		}
 	}
 	t.Logf("plan rows, queue of 400 / 3,200: %v / %v", small, large)
+}
+
+// bulkSend is n copies of a message from one agent to one address.
+type bulkSend struct {
+	from, to string
+	n        int
+}
+
+// sendAndAnalyze sends each of sends through the bulk path, in order, then
+// refreshes the planner's statistics.
+func sendAndAnalyze(t *testing.T, s *postgres.Store, as func(string) context.Context, sends []bulkSend) {
+	t.Helper()
+	for _, m := range sends {
+		if err := s.SendMany(as(m.from), draft(t, m.to), m.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Analyze(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listingCall is a listing a plan test runs as bob; with cursor, its
+// second page, by cursor.
+type listingCall struct {
+	name   string
+	in     mailroom.ListInput
+	cursor bool
+}
+
+// bobsListings runs each of calls as bob, then his new mail and concepts,
+// each through measure, which sees the statements it runs.
+func bobsListings(t *testing.T, s *postgres.Store, as func(string) context.Context, calls []listingCall, measure func(name string, call func() error)) {
+	t.Helper()
+	for _, c := range calls {
+		f, err := c.in.Filter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.cursor {
+			p, err := s.List(as("bob"), f)
+			if err != nil || p.NextCursor == nil {
+				t.Fatalf("%v %+v", err, p)
+			}
+			in := c.in
+			in.Cursor = p.NextCursor
+			if f, err = in.Filter(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		measure(c.name, func() error { _, err := s.List(as("bob"), f); return err })
+	}
+	measure("new mail", func() error { _, err := s.NewMail(as("bob"), "", true, 10); return err })
+	measure("concepts", func() error { _, err := s.Concepts(as("bob"), 10, 100); return err })
 }
 
 // roleHolderStore is a fresh store whose statements rec records: agents
