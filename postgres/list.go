@@ -362,21 +362,6 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			return b
 		}
 		parts := branches("", "", false)
-		// A plain listing (no filter but the box, unread, archived, a
-		// cursor or an offset) runs its statements prepared, each under a
-		// generic plan kept by the connection: their plans do not depend
-		// on the values (each branch walks one mailbox's key range), and
-		// planning them cost more than running them (at 1M, a first page's
-		// watermark, count and page took ~2 ms of server CPU to plan and
-		// ~0.6 ms to run). PostgreSQL's own choice keeps custom plans for
-		// them, so the transaction asks for generic ones. Filtered listings
-		// stay custom: their plans depend on how rare the value is.
-		plain := search == "" && related == "" && mcond == "" && f.Via == ""
-		if plain {
-			if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-				return err
-			}
-		}
 		if page.Watermark, err = watermark(ctx, tx, me, roles); err != nil {
 			return err
 		}
@@ -454,11 +439,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				}
 				count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)
 			}
-			cargs := exec(args)
-			if plain {
-				cargs = args
-			}
-			if err := tx.QueryRow(ctx, callerArgs+count.String(), cargs...).Scan(&page.TotalCount); err != nil {
+			if err := tx.QueryRow(ctx, callerArgs+count.String(), exec(args)...).Scan(&page.TotalCount); err != nil {
 				return err
 			}
 			if f.Offset >= page.TotalCount {
@@ -496,14 +477,14 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			ORDER BY b.seq DESC`
 		}
 		qargs := exec(args)
-		if search != "" || plain {
+		if search != "" {
 			// A search's page reads the rows of the seqs it found: the text
 			// is the same for every search of one shape, and its plan (each
 			// branch probes the given seqs) does not depend on the values,
 			// so it is a prepared statement, and after five custom plans the
 			// server keeps a generic one: planning it cost more than running
 			// it (a 51-row page at 1M: 2.5-3 ms of server CPU to plan, 1.5-2
-			// to run). A plain listing's page is prepared too (see plain).
+			// to run).
 			qargs = args
 		}
 		rows, err := tx.Query(ctx, q, qargs...)

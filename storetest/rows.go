@@ -82,7 +82,11 @@ func ListingRowsAreTheMessages(t *testing.T, s mailroom.Store) {
 	for _, who := range []string{"bob", "carol"} {
 		all := e.list(who, mailroom.ListInput{IncludeArchived: true, Limit: n(100)})
 		by, total := map[string]string{}, 0
-		for _, via := range []string{mailroom.ViaDirect, mailroom.ViaBroadcast, mailroom.ViaRole} {
+		routes := []string{mailroom.ViaDirect, mailroom.ViaBroadcast, mailroom.ViaRole}
+		if who == "carol" { // another order: a store may keep one statement for two routes
+			slices.Reverse(routes)
+		}
+		for _, via := range routes {
 			p := e.list(who, mailroom.ListInput{Via: via, IncludeArchived: true, Limit: n(100)})
 			total += p.TotalCount
 			for _, r := range p.Messages {
