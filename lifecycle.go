@@ -123,6 +123,20 @@ const (
 	ViaRole      = "role"
 )
 
+// ViaMailboxes reports which of a reader's mailboxes can hold mail that
+// reached them by the route via ("" for any): only role queues get mail
+// via a role, and all of theirs comes that way, so a store need not read
+// the others' deliveries, nor test a role delivery's route.
+func ViaMailboxes(via string) (personal, roleQueues bool) {
+	switch via {
+	case ViaRole:
+		return false, true
+	case ViaDirect, ViaBroadcast:
+		return true, false
+	}
+	return true, true
+}
+
 // PurgeRequest asks to remove old mail for good (mailroom purge).
 type PurgeRequest struct {
 	Before        time.Time // messages sent before this

@@ -100,8 +100,8 @@ func inboxBranchesFor(dcond, mcond string, n int) []string {
 // As anti-joins, the planner may answer them with a hash of the caller's
 // whole personal mailbox and a sort of the whole queue (its estimate of
 // the anti-joins' rows is far too low): a first page for a holder of a
-// 100k queue with 670k personal deliveries cost 610 ms of server CPU at
-// 1M, against ~2 ms walking the queue's key range (docs/benchmarks.md,
+// 100k queue with 670k personal deliveries cost ~0.5 s of server CPU at
+// 1M, against ~3 ms walking the queue's key range (docs/benchmarks.md,
 // "PostgreSQL pages of a large role queue").
 func inboxWalkBranches(dcond, mcond string, n int) []string {
 	b := inboxBranchesFor(dcond, mcond, n)
@@ -330,23 +330,23 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					inbox = inboxWalkBranches
 				}
 				b = inbox(dcond+dextra, mcond, len(roles.ids))
-				// Only role mailboxes get mail via a role, and all of theirs
-				// comes that way: a branch that cannot hold the route asked
-				// for is planned away, where its filter on via read every
-				// delivery it has (agent-0's via: role page at 1M walked
-				// 670k personal deliveries, 121 ms; via: direct its 100k
-				// review queue, 64 ms), and a role branch asked for role
-				// mail does not test via (the planner took the test for a
-				// rare one and sorted the whole queue).
-				switch f.Via {
-				case mailroom.ViaRole:
+				// A branch that cannot hold the route asked for is planned
+				// away, where its filter on via read every delivery it has
+				// (agent-0's via: role page at 1M walked 670k personal
+				// deliveries, 121 ms; via: direct its 100k review queue, 64
+				// ms), and a role branch does not test the route (the
+				// planner took the test for a rare one and sorted the whole
+				// queue). The personal branch keeps its test: a prepared
+				// search page must reference every parameter.
+				personal, queues := mailroom.ViaMailboxes(f.Via)
+				if !personal {
 					b[0] += ` AND false`
-					for i := 1; i < len(b); i++ {
-						b[i] = strings.Replace(b[i], ` AND d.via = `+via, ``, 1)
-					}
-				case mailroom.ViaDirect, mailroom.ViaBroadcast:
-					for i := 1; i < len(b); i++ {
+				}
+				for i := 1; i < len(b); i++ {
+					if !queues {
 						b[i] += ` AND false`
+					} else if via != "" {
+						b[i] = strings.Replace(b[i], ` AND d.via = `+via, ``, 1)
 					}
 				}
 			}
@@ -448,13 +448,14 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// A cursor is a position in seq order: the page after it is
 			// the same index range scan as a first page, at any depth. (Its
 			// parameter comes after the count's, which does not use it.)
-			pageParts = parts
-			if related == "" { // a page in seq order walks each branch's index
-				pageParts = branches("", "", true)
-			}
-			if f.Before > 0 {
+			switch {
+			case f.Before > 0:
 				p := param(f.Before)
 				pageParts = branches(` AND d.message_seq < `+p, ` AND m.seq < `+p, true)
+			case related == "": // a page in seq order walks each branch's index
+				pageParts = branches("", "", true)
+			default:
+				pageParts = parts
 			}
 		}
 		// One row more than the page says whether a next page exists.
