@@ -27,10 +27,17 @@ func testConcurrentDrainsReadEachMessageOnce(t *testing.T, s mailroom.Store) {
 		wg   sync.WaitGroup
 	)
 	errs := make(chan error, senders+drainers)
+	// The drains start once every sender's first message is in: started
+	// together, the drains could all end, empty, before any send (seen
+	// under -race in a loaded CI run), and nothing ran concurrently.
+	var first sync.WaitGroup
+	first.Add(senders)
 	for w := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sent := sync.OnceFunc(first.Done)
+			defer sent()
 			from := []string{"alice", "carol"}[w]
 			for range each {
 				d, _ := mailroom.SendInput{To: []string{"@bob"}, Subject: "s", Body: "b"}.Draft(0)
@@ -39,6 +46,7 @@ func testConcurrentDrainsReadEachMessageOnce(t *testing.T, s mailroom.Store) {
 					errs <- err
 					return
 				}
+				sent()
 			}
 		}()
 	}
@@ -46,6 +54,7 @@ func testConcurrentDrainsReadEachMessageOnce(t *testing.T, s mailroom.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			first.Wait()
 			for i := range drains {
 				through := ""
 				if (i+w)%2 == 1 {
