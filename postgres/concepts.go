@@ -171,7 +171,7 @@ func (s *Store) Concepts(ctx context.Context, limit, scan int) (mailroom.Concept
 		if err != nil {
 			return err
 		}
-		b := inboxWalkBranches("", "", len(roles.ids))
+		b := inboxWalkBranches("", "", len(roles.ids), false)
 		for i := range b {
 			b[i] = `(` + b[i] + ` ORDER BY seq DESC LIMIT $4)`
 		}

@@ -93,7 +93,7 @@ func (s *Store) NewMail(ctx context.Context, since string, includeRoles bool, li
 		if includeRoles {
 			n = len(roles.ids)
 		}
-		b := inboxWalkBranches(unreadCond+` AND d.message_seq > $4`, "", n)
+		b := inboxWalkBranches(unreadCond+` AND d.message_seq > $4`, "", n, false)
 		for i := range b {
 			b[i] = `(` + b[i] + ` ORDER BY seq LIMIT $5)`
 		}
