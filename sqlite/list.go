@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,9 @@ const outboxColumns = `m.id, m.subject, m.sender_id, m.priority, m.created_at, N
 func withRows(branch, cols string) string {
 	const inbox, join, outbox = `SELECT d.message_seq AS seq, d.id AS did FROM delivery d`, ` JOIN message m ON m.seq = d.message_seq`,
 		`SELECT m.seq AS seq, NULL AS did FROM message m`
+	if rest, ok := strings.CutPrefix(branch, senderWalk); ok {
+		return `SELECT ` + cols + `, m.seq AS seq` + strings.TrimPrefix(senderWalk, `SELECT m.seq AS seq, d.id AS did`) + rest
+	}
 	if rest, ok := strings.CutPrefix(branch, inbox); ok {
 		return `SELECT ` + cols + `, d.message_seq AS seq FROM delivery d` + join + strings.TrimPrefix(rest, join)
 	}
@@ -205,6 +209,57 @@ func olderRoleDelivery() string {
 			AND (m.sender_id <> ?1 OR o.role = ` + ownSuccessorRole("?1") + `))`
 }
 
+// senderWalk begins an inbox branch that walks the from filter's messages
+// (message_sender, newest first) and looks up the caller's delivery of
+// each (viaSender).
+const senderWalk = `SELECT m.seq AS seq, d.id AS did FROM message m CROSS JOIN delivery d ON d.message_seq = m.seq`
+
+// viaSender makes an inbox branch filtered by its sender walk the sender's
+// messages rather than the mailbox (CROSS JOIN fixes SQLite's loop order).
+// SQLite plans a statement once, not per sender, and walked the mailbox:
+// agent-0's from: @agent-1 at 1M read 670k personal deliveries to count
+// 37k, ~1 s; a sender of a few old messages cost a page the same.
+func viaSender(branch string) string {
+	rest, ok := strings.CutPrefix(branch, `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq`)
+	if !ok {
+		panic("sqlite: viaSender: not an inbox branch joining its message")
+	}
+	return senderWalk + rest
+}
+
+// sendsFewer reports, per inbox branch of reader me (personal, then one
+// per role in roles; personal and queues say which the listing reads),
+// whether sender sent fewer messages than that mailbox holds, reading at
+// most as many of the sender's as the largest holds: a walk of the smaller
+// side costs the least, for a count as for a page (the sender's share of
+// the mailbox and the mailbox's of the sender's mail are the matches over
+// each size).
+func sendsFewer(ctx context.Context, tx *ptx, sender, me int64, roles []string, personal, queues bool) ([]bool, error) {
+	sizes := make([]int64, 1+len(roles))
+	if personal {
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?`, me).Scan(&sizes[0]); err != nil {
+			return nil, err
+		}
+	}
+	for i, r := range roles {
+		if !queues {
+			break
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?`, r).Scan(&sizes[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	var sent int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM message WHERE sender_id = ? LIMIT ?)`, sender, slices.Max(sizes)).Scan(&sent); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(sizes))
+	for i, n := range sizes {
+		out[i] = sent < n
+	}
+	return out, nil
+}
+
 // perRole splits inboxBranches' role branch into one branch per role the
 // caller holds (n of them; none for none). With all the roles in one IN
 // list, SQLite must read and sort every delivery of those roles to find the
@@ -305,8 +360,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if f.ThreadID != "" {
 			mcond += ` AND m.thread_id = ` + param(f.ThreadID)
 		}
+		var sender int64 // the from filter's identity, 0 for none
 		if f.FromMe {
 			mcond += ` AND m.sender_id = ?1`
+			sender = me.ID
 		} else if f.FromName != "" {
 			id, err := identityByName(ctx, tx, f.FromName)
 			if err != nil || (f.FromKind != "" && id.Kind != f.FromKind) {
@@ -316,6 +373,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 			mcond += ` AND m.sender_id = ` + param(id.ID)
+			sender = id.ID
 		}
 		if f.To == "@me" {
 			f.To = me.Address() // rows hold resolved addresses
@@ -407,6 +465,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			nparts++
 		}
 		personal, queues := mailroom.ViaMailboxes(f.Via) // the mailboxes that can hold the route
+		var bySender []bool // per inbox branch: walk the sender's messages (viaSender)
+		if sender != 0 && search == "" && f.Box != mailroom.BoxOutbox {
+			if bySender, err = sendsFewer(ctx, tx, sender, me.ID, roles, personal, queues); err != nil {
+				return err
+			}
+		}
 		branches := func(dextra, mextra string) []string {
 			var b []string
 			if f.Box != mailroom.BoxOutbox {
@@ -427,16 +491,25 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 						b[i] = strings.Replace(b[i], ` AND d.via = `+via, ``, 1)
 					}
 				}
+				for i, s := range bySender {
+					if s {
+						b[i] = viaSender(b[i])
+					}
+				}
 			}
 			if withOutbox {
-				b = append(b, outboxBranch(mcond+ocond+mextra, f.Box == mailroom.BoxAll))
+				o := outboxBranch(mcond+ocond+mextra, f.Box == mailroom.BoxAll)
+				if sender != 0 && sender != me.ID {
+					o += ` AND 0` // the caller's sent mail is from the caller
+				}
+				b = append(b, o)
 			}
 			return b
 		}
 		// shape is what the statements' text depends on besides what
 		// each adds (their values are all parameters).
 		shape := strings.Join([]string{string(f.Box), strconv.FormatBool(withOutbox), itoa(len(roles)), dcond, mcond, ocond,
-			strconv.FormatBool(personal), strconv.FormatBool(queues)}, "\x00")
+			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(bySender), strconv.FormatBool(sender != 0 && sender != me.ID)}, "\x00")
 		// rowBranches are branches selecting the rows (listColumns) for
 		// a page without an offset (withRows).
 		rowBranches := func(dextra, mextra string) []string {
