@@ -16,7 +16,7 @@ import (
 // bench seed` (MAILROOM_BENCH_DB names the file, or a postgres:// URL;
 // skipped without it), in process: the first page, unread only, a
 // selective and a worst-case full-text query, a cursor page deep in the
-// inbox, and mailbox_status. On PostgreSQL, MAILROOM_BENCH_PG_PID (the
+// inbox, listings by route, thread and sender, and mailbox_status. On PostgreSQL, MAILROOM_BENCH_PG_PID (the
 // postmaster's pid) adds the server's CPU per call.
 func BenchmarkSeededInbox(b *testing.B) {
 	path := os.Getenv("MAILROOM_BENCH_DB")
@@ -77,6 +77,12 @@ func BenchmarkSeededInbox(b *testing.B) {
 		// personal deliveries, none of them via a role.
 		{"via-role", mailroom.ListInput{Via: mailroom.ViaRole}},
 		{"via-direct", mailroom.ListInput{Via: mailroom.ViaDirect}},
+		// Filtered by the message: a thread (the newest message's), a
+		// sender (agent-1 sends ~5% of agent-0's mail), and the caller's
+		// own mail in box all (agent-0 sends none).
+		{"thread", mailroom.ListInput{ThreadID: first.Messages[0].ThreadID}},
+		{"from-agent-1", mailroom.ListInput{From: "@agent-1"}},
+		{"from-me-all", mailroom.ListInput{Box: "all", From: "@me"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cpu, own := pgtest.ServerCPU(), cpuTime()
