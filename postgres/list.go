@@ -81,14 +81,12 @@ const roleQueues = `d.recipient = ANY($2) AND `
 // a large store when the queues are small. Each split branch stops at the
 // page. Its message is a probe of the message key per delivery (OFFSET 0):
 // a merge join of the queue with message, both newest first, walked every
-// message newer than the queue's newest. With byMessage (mcond narrows the
-// listing to few messages through an index of their own: a sender, a
-// thread, an address, tags) the message is joined instead, so the planner
-// may start from those messages: as a probe per delivery, a role holder's
-// thread of one message read the whole queue, for its page and for its
-// count (~0.75 s of server CPU for a queue of 100k at 1M). The branches
-// stay disjoint: roleVisible shows a message in the lowest of the caller's
-// mailboxes that got it.
+// message newer than the queue's newest. With byMessage (mcond has an index
+// of its own to start from) the message is joined instead: probed per
+// delivery, a holder's thread of one message read the whole queue, page and
+// count (~0.9 s at 1M for a queue of 100k). The branches stay disjoint:
+// roleVisible shows a message in the lowest of the caller's mailboxes that
+// got it.
 func inboxBranchesFor(dcond, mcond string, n int, byMessage bool) []string {
 	b := inboxBranches(dcond, mcond)
 	role := b[1]
@@ -326,9 +324,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			related = param(t.seq)
 			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(related) + `)`
 		}
-		// The listing keeps few messages, found through an index of their
-		// own (inboxBranchesFor); a priority or the sender's kind does not.
-		byMessage := f.ThreadID != "" || f.FromMe || f.FromName != "" || to != "" || len(f.Concepts) > 0 || f.RelatedTo != ""
+		// A filter on the message with an index of its own to start from
+		// (inboxBranchesFor): not a priority, the sender's kind, or tags
+		// (a count per message).
+		byMessage := f.ThreadID != "" || f.FromMe || f.FromName != "" || to != "" || f.RelatedTo != ""
 		// branches are the SELECTs of (seq, rcpt) the listing unions, with
 		// extra conditions on the inbox's delivery d and the outbox's
 		// message m.

@@ -409,7 +409,7 @@ func TestRoleHolderFilteredListingsCostTheirMatches(t *testing.T) {
 	small, large := plans(400), plans(3_200)
 	for name, n := range small {
 		if n == 0 || large[name] > n+200 || large[name] > 1_000 {
-			t.Errorf("%s: plan rows %d with a queue of 400 beside 3,000 other deliveries, %d with 3,200 beside 24,000", name, n, large[name])
+			t.Errorf("%s: %d with a queue of 400 beside 3,000 other deliveries, %d with 3,200 beside 24,000 (plan rows, or buffers for pages)", name, n, large[name])
 		}
 	}
 	t.Logf("plan rows, queue of 400 / 3,200: %v / %v", small, large)
@@ -565,7 +565,7 @@ func TestSearchRangesAcrossBucketsKeepTheResults(t *testing.T) {
 	url := pgtest.URL(t)
 	s := open(t, url, postgres.Options{})
 	ids := map[string]mailroom.Identity{}
-	for _, n := range []string{"alice", "bob", "carol", "dave"} {
+	for _, n := range []string{"alice", "bob", "carol"} {
 		id, err := s.EnsureAgent(ctx, n)
 		if err != nil {
 			t.Fatal(err)
