@@ -229,15 +229,33 @@ func viaSender(branch string) string {
 
 // sendsFewer reports, per inbox branch of reader me (personal, then one
 // per role in roles; personal and queues say which the listing reads),
-// whether sender sent fewer messages than that mailbox holds, reading at
-// most as many of the sender's as the largest holds: a walk of the smaller
-// side costs the least, for a count as for a page (the sender's share of
-// the mailbox and the mailbox's of the sender's mail are the matches over
-// each size).
-func sendsFewer(ctx context.Context, tx *ptx, sender, me int64, roles []string, personal, queues bool) ([]bool, error) {
+// whether sender sent fewer messages than that mailbox holds under f's
+// state, route and priority (the counters' keys), reading at most as many
+// of the sender's as the largest holds: a walk of the smaller side costs
+// the least, for a count as for a page (the sender's share of the mailbox
+// and the mailbox's of the sender's mail are the matches over each size).
+// An unread listing of a read mailbox walks its empty unread range, not
+// the sender's mail.
+func sendsFewer(ctx context.Context, tx *ptx, f mailroom.ListFilter, sender, me int64, roles []string, personal, queues bool) ([]bool, error) {
+	args := []any{nil} // ?1: the mailbox
+	var via, priority string
+	if f.Via != "" {
+		args = append(args, f.Via)
+		via = "?" + itoa(len(args))
+	}
+	if f.Priority != "" {
+		args = append(args, string(f.Priority))
+		priority = "?" + itoa(len(args))
+	}
+	size := func(q string, box any) (n int64, err error) {
+		args[0] = box
+		err = tx.QueryRowContext(ctx, q, args...).Scan(&n)
+		return n, err
+	}
 	sizes := make([]int64, 1+len(roles))
+	var err error
 	if personal {
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?`, me).Scan(&sizes[0]); err != nil {
+		if sizes[0], err = size(`SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1`+countKeys(f, `via`, via, priority), me); err != nil {
 			return nil, err
 		}
 	}
@@ -245,7 +263,7 @@ func sendsFewer(ctx context.Context, tx *ptx, sender, me int64, roles []string, 
 		if !queues {
 			break
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?`, r).Scan(&sizes[i+1]); err != nil {
+		if sizes[i+1], err = size(`SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?1`+countKeys(f, `'role'`, via, priority), r); err != nil {
 			return nil, err
 		}
 	}
@@ -465,9 +483,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			nparts++
 		}
 		personal, queues := mailroom.ViaMailboxes(f.Via) // the mailboxes that can hold the route
-		var bySender []bool // per inbox branch: walk the sender's messages (viaSender)
+		// Per inbox branch: walk the sender's messages (viaSender).
+		var bySender []bool
 		if sender != 0 && search == "" && f.Box != mailroom.BoxOutbox {
-			if bySender, err = sendsFewer(ctx, tx, sender, me.ID, roles, personal, queues); err != nil {
+			if bySender, err = sendsFewer(ctx, tx, f, sender, me.ID, roles, personal, queues); err != nil {
 				return err
 			}
 		}
