@@ -137,6 +137,18 @@ func ViaMailboxes(via string) (personal, roleQueues bool) {
 	return true, true
 }
 
+// ToOwner reports whether an inbox listing's to filter (a resolved
+// address) names the mailbox's owner, with via the route it lists by:
+// then the listing's inbox rows are the owner's direct deliveries, which
+// a store may count from its counters and list without reading recipient
+// lists. A personal delivery comes direct exactly when its message was
+// addressed to its recipient (a broadcast skips whoever it also names),
+// and a role queue shows its holder no message addressed to them (they
+// got it personally). Outbox rows keep the filter itself.
+func ToOwner(to string, owner Identity, via string) bool {
+	return to != "" && to == owner.Address() && (via == "" || via == ViaDirect)
+}
+
 // PurgeRequest asks to remove old mail for good (mailroom purge).
 type PurgeRequest struct {
 	Before        time.Time // messages sent before this

@@ -296,8 +296,28 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 		}
-		if to != "" {
-			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(to) + `)`
+		// Outbox rows have no read state, archive or route of the
+		// caller's, so listings by those have none of them.
+		withOutbox := f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == ""
+		var ocond string  // conditions on the outbox branch alone
+		inboxVia := f.Via // the route the inbox branches list
+		toOwner := f.Box != mailroom.BoxOutbox && mailroom.ToOwner(to, me, f.Via)
+		toMessage := ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = `
+		switch {
+		case toOwner: // the inbox side is the owner's direct mail (mailroom.ToOwner)
+			if withOutbox {
+				ocond += toMessage + param(to) + `)`
+			}
+			if f.Via == "" {
+				inboxVia, via = mailroom.ViaDirect, param(mailroom.ViaDirect)
+				dcond += ` AND d.via = ` + via
+			}
+		case to != "":
+			mcond += toMessage + param(to) + `)`
+		}
+		cf := f // the filter of the inbox side, which its counts answer
+		if toOwner {
+			cf.To, cf.Via = "", inboxVia
 		}
 		var search string // the text query, for a bounded search
 		if f.QueryEmpty {
@@ -327,7 +347,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// A filter on the message with an index of its own to start from
 		// (inboxBranchesFor): not a priority, the sender's kind, or tags
 		// (a count per message).
-		byMessage := f.ThreadID != "" || f.FromMe || f.FromName != "" || to != "" || f.RelatedTo != ""
+		byMessage := f.ThreadID != "" || f.FromMe || f.FromName != "" || cf.To != "" || f.RelatedTo != ""
 		// branches are the SELECTs of (seq, rcpt) the listing unions, with
 		// extra conditions on the inbox's delivery d and the outbox's
 		// message m.
@@ -348,7 +368,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				// planner took the test for a rare one and sorted the whole
 				// queue). The personal branch keeps its test: a prepared
 				// search page must reference every parameter.
-				personal, queues := mailroom.ViaMailboxes(f.Via)
+				personal, queues := mailroom.ViaMailboxes(inboxVia)
 				if !personal {
 					b[0] += ` AND false`
 				}
@@ -360,14 +380,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					}
 				}
 			}
-			if f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == "" {
-				// Outbox rows have no read state, archive or route of the
-				// caller's, so listings by those have none of them.
+			if withOutbox {
 				outbox := outboxBranch
 				if walk {
 					outbox = outboxWalkBranch
 				}
-				b = append(b, outbox(mcond+mextra, f.Box == mailroom.BoxAll))
+				b = append(b, outbox(mcond+ocond+mextra, f.Box == mailroom.BoxAll))
 			}
 			return b
 		}
@@ -426,9 +444,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				inboxParts = 1 + len(roles.ids)
 			}
 			for i, p := range parts {
-				if i < inboxParts && counted(f) {
+				if i < inboxParts && counted(cf) {
 					if i == 0 {
-						count.WriteString(` + (` + counterCount(`= $1`, f, via, priority) + `)`)
+						count.WriteString(` + (` + counterCount(`= $1`, cf, via, priority) + `)`)
 						continue
 					}
 					if i > 1 {
@@ -444,7 +462,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					if f.FromHuman {
 						hcond += ` AND d.human`
 					}
-					count.WriteString(` + (` + counterCount(`= ANY($2)`, f, via, priority) + `) - (SELECT count(*) FROM (` + roleHidden + hcond + `) h)`)
+					count.WriteString(` + (` + counterCount(`= ANY($2)`, cf, via, priority) + `) - (SELECT count(*) FROM (` + roleHidden + hcond + `) h)`)
 					continue
 				}
 				count.WriteString(` + (SELECT count(*) FROM (` + p + `) b)`)

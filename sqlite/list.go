@@ -406,8 +406,28 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				return err
 			}
 		}
-		if f.To != "" {
-			mcond += ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = ` + param(f.To) + `)`
+		// Outbox rows have no read state, archive or route of the
+		// caller's, so listings by those have none of them.
+		withOutbox := f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == ""
+		var ocond string  // outbox-only conditions
+		inboxVia := f.Via // the route the inbox branches list
+		toOwner := f.Box != mailroom.BoxOutbox && mailroom.ToOwner(f.To, me, f.Via)
+		toMessage := ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = `
+		switch {
+		case toOwner: // the inbox side is the owner's direct mail (mailroom.ToOwner)
+			if withOutbox {
+				ocond += toMessage + param(f.To) + `)`
+			}
+			if f.Via == "" {
+				inboxVia, via = mailroom.ViaDirect, param(mailroom.ViaDirect)
+				dcond += ` AND d.via = ` + via
+			}
+		case f.To != "":
+			mcond += toMessage + param(f.To) + `)`
+		}
+		cf := f // the filter of the inbox side, which its counts answer
+		if toOwner {
+			cf.To, cf.Via = "", inboxVia
 		}
 		// A cursor is a position in seq order: the page after it is the
 		// same index range scan as a first page, at any depth.
@@ -416,7 +436,6 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			p := param(f.Before)
 			dbefore, mbefore = ` AND d.message_seq < `+p, ` AND m.seq < `+p
 		}
-		var ocond string  // outbox-only conditions
 		var search string // the full-text query's parameter, for a bounded search
 		// unarchivedOnly: none of the reader's personal deliveries is
 		// archived (a search knows it; see searchScopeOf).
@@ -472,9 +491,6 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// branches are the SELECTs of (seq, did) the listing unions, with
 		// extra conditions on the inbox's delivery d and the outbox's
 		// message m.
-		// Outbox rows have no read state, archive or route of the
-		// caller's, so listings by those have none of them.
-		withOutbox := f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == ""
 		nparts := 0
 		if f.Box != mailroom.BoxOutbox {
 			nparts = 1 + len(roles)
@@ -482,11 +498,11 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if withOutbox {
 			nparts++
 		}
-		personal, queues := mailroom.ViaMailboxes(f.Via) // the mailboxes that can hold the route
+		personal, queues := mailroom.ViaMailboxes(inboxVia) // the mailboxes that can hold the route
 		// Per inbox branch: walk the sender's messages (viaSender).
 		var bySender []bool
 		if sender != 0 && search == "" && f.Box != mailroom.BoxOutbox {
-			if bySender, err = sendsFewer(ctx, tx, f, sender, me.ID, roles, personal, queues); err != nil {
+			if bySender, err = sendsFewer(ctx, tx, cf, sender, me.ID, roles, personal, queues); err != nil {
 				return err
 			}
 		}
@@ -618,8 +634,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			// From counts where f's filters are theirs: parts are the
 			// personal branch, one branch per role (counted at once), then
 			// the outbox's.
-			fromCounts := f.Box != mailroom.BoxOutbox && counted(f)
-			pc, rk := personalCount(f, via, priority), countKeys(f, `'role'`, via, priority)
+			fromCounts := f.Box != mailroom.BoxOutbox && counted(cf)
+			pc, rk := personalCount(cf, via, priority), countKeys(cf, `'role'`, via, priority)
 			q := s.text(shape+"\x00count\x00"+strconv.FormatBool(fromCounts)+pc+"\x00"+rk, func() string {
 				var count strings.Builder
 				count.WriteString(`SELECT 0`)

@@ -105,6 +105,36 @@ func ListingRowsAreTheMessages(t *testing.T, s mailroom.Store) {
 			t.Errorf("%s: listings by route hold %d rows, %d counted; the inbox %d rows, %d counted", who, len(by), total, len(all.Messages), all.TotalCount)
 		}
 	}
+	// A listing by the reader's own address (to: @me, or the address
+	// itself) holds the rows of the same listing whose recipients name the
+	// reader, rows and count: a store may answer its inbox side from the
+	// reader's direct mail (mailroom.ToOwner). A message to everyone and
+	// to bob reaches bob directly and carol as a broadcast.
+	e.send("alice", "*", "@bob")
+	for _, who := range []string{"bob", "carol", "dana"} {
+		self := "@" + who
+		if who == "dana" {
+			self = "human:dana"
+		}
+		for _, in := range []mailroom.ListInput{{}, {Box: "all"}, {Box: "outbox"}, {UnreadOnly: true}, {IncludeArchived: true},
+			{ArchivedOnly: true}, {Via: mailroom.ViaDirect}, {Via: mailroom.ViaBroadcast}, {Via: mailroom.ViaRole, IncludeArchived: true},
+			{Box: "all", IncludeArchived: true}, {Query: "subject"}} {
+			in.Limit = n(100)
+			want := []string{}
+			for _, r := range e.list(who, in).Messages {
+				if slices.Contains(r.To, self) {
+					want = append(want, r.MessageID)
+				}
+			}
+			for _, to := range []string{"@me", self} {
+				in.To = to
+				p := e.list(who, in)
+				if got := ids(p); !slices.Equal(got, want) || p.TotalCount != len(want) {
+					t.Errorf("%s %+v: rows %v, totalCount %d; the rows to %s of the same listing are %v", who, in, got, p.TotalCount, self, want)
+				}
+			}
+		}
+	}
 	check := func(who string, in mailroom.ListInput) {
 		t.Helper()
 		p := e.list(who, in)
