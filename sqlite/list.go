@@ -50,8 +50,10 @@ const outboxColumns = `m.id, m.subject, m.sender_id, m.priority, m.created_at, N
 func withRows(branch, cols string) string {
 	const inbox, join, outbox = `SELECT d.message_seq AS seq, d.id AS did FROM delivery d`, ` JOIN message m ON m.seq = d.message_seq`,
 		`SELECT m.seq AS seq, NULL AS did FROM message m`
-	if rest, ok := strings.CutPrefix(branch, senderWalk); ok {
-		return `SELECT ` + cols + `, m.seq AS seq` + strings.TrimPrefix(senderWalk, `SELECT m.seq AS seq, d.id AS did`) + rest
+	for _, w := range []struct{ walk, seq string }{{senderWalk, `m.seq`}, {addressWalk, `a.message_seq`}} {
+		if rest, ok := strings.CutPrefix(branch, w.walk); ok {
+			return `SELECT ` + cols + `, ` + w.seq + ` AS seq` + strings.TrimPrefix(w.walk, `SELECT `+w.seq+` AS seq, d.id AS did`) + rest
+		}
 	}
 	if rest, ok := strings.CutPrefix(branch, inbox); ok {
 		return `SELECT ` + cols + `, d.message_seq AS seq FROM delivery d` + join + strings.TrimPrefix(rest, join)
@@ -209,34 +211,42 @@ func olderRoleDelivery() string {
 			AND (m.sender_id <> ?1 OR o.role = ` + ownSuccessorRole("?1") + `))`
 }
 
-// senderWalk begins an inbox branch that walks the from filter's messages
-// (message_sender, newest first) and looks up the caller's delivery of
-// each (viaSender).
-const senderWalk = `SELECT m.seq AS seq, d.id AS did FROM message m CROSS JOIN delivery d ON d.message_seq = m.seq`
+// senderWalk and addressWalk begin an inbox branch that walks the messages
+// of the listing's sender (message_sender) or to its address
+// (message_to_address), newest first, and looks up the caller's delivery
+// of each (drivenBy).
+const (
+	senderWalk  = `SELECT m.seq AS seq, d.id AS did FROM message m CROSS JOIN delivery d ON d.message_seq = m.seq`
+	addressWalk = `SELECT a.message_seq AS seq, d.id AS did FROM message_to a CROSS JOIN delivery d ON d.message_seq = a.message_seq JOIN message m ON m.seq = d.message_seq`
+)
 
-// viaSender makes an inbox branch filtered by its sender walk the sender's
-// messages rather than the mailbox (CROSS JOIN fixes SQLite's loop order).
-// SQLite plans a statement once, not per sender, and walked the mailbox:
-// agent-0's from: @agent-1 at 1M read 670k personal deliveries to count
-// 37k, ~1 s; a sender of a few old messages cost a page the same.
-func viaSender(branch string) string {
+// drivenBy makes an inbox branch walk the messages walk begins with (cond,
+// if any, selects them) rather than the mailbox; CROSS JOIN fixes SQLite's
+// loop order. SQLite plans a statement once, not per sender or address,
+// and walked the mailbox: agent-0's from: @agent-1 at 1M read 670k personal
+// deliveries to count 37k, ~1 s, and to: role:reviewer at 100k went past
+// the 100 ms CPU budget.
+func drivenBy(branch, walk, cond string) string {
 	rest, ok := strings.CutPrefix(branch, `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq`)
 	if !ok {
-		panic("sqlite: viaSender: not an inbox branch joining its message")
+		panic("sqlite: drivenBy: not an inbox branch joining its message")
 	}
-	return senderWalk + rest
+	if cond != "" {
+		rest = strings.Replace(rest, "WHERE ", "WHERE "+cond+" AND ", 1)
+	}
+	return walk + rest
 }
 
-// sendsFewer reports, per inbox branch of reader me (personal, then one
-// per role in roles; personal and queues say which the listing reads),
-// whether sender sent fewer messages than that mailbox holds under f's
-// state, route and priority (the counters' keys), reading at most as many
-// of the sender's as the largest holds: a walk of the smaller side costs
-// the least, for a count as for a page (the sender's share of the mailbox
-// and the mailbox's of the sender's mail are the matches over each size).
-// An unread listing of a read mailbox walks its empty unread range, not
-// the sender's mail.
-func sendsFewer(ctx context.Context, tx *ptx, f mailroom.ListFilter, sender, me int64, roles []string, personal, queues bool) ([]bool, error) {
+// fewer reports, per inbox branch of reader me (personal, then one per
+// role in roles; personal and queues say which the listing reads), whether
+// the messages the driving index holds (from, the rest of a SELECT of
+// them, and its argument arg: a sender's, or an address's) are fewer than
+// that mailbox holds under f's state, route and priority (the counters'
+// keys), reading at most as many of them as the largest holds: a walk of
+// the smaller side costs the least, for a count as for a page (the
+// matches are a share of either side). An unread listing of a read
+// mailbox walks its empty unread range, not the sender's mail.
+func fewer(ctx context.Context, tx *ptx, f mailroom.ListFilter, from string, arg any, me int64, roles []string, personal, queues bool) ([]bool, error) {
 	args := []any{nil} // ?1: the mailbox
 	var via, priority string
 	if f.Via != "" {
@@ -267,13 +277,13 @@ func sendsFewer(ctx context.Context, tx *ptx, f mailroom.ListFilter, sender, me 
 			return nil, err
 		}
 	}
-	var sent int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM message WHERE sender_id = ? LIMIT ?)`, sender, slices.Max(sizes)).Scan(&sent); err != nil {
+	var k int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 `+from+` LIMIT ?)`, arg, slices.Max(sizes)).Scan(&k); err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(sizes))
 	for i, n := range sizes {
-		out[i] = sent < n
+		out[i] = k < n
 	}
 	return out, nil
 }
@@ -413,6 +423,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		inboxVia := f.Via // the route the inbox branches list
 		toOwner := f.Box != mailroom.BoxOutbox && mailroom.ToOwner(f.To, me, f.Via)
 		toMessage := ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = `
+		var toParam string // the to filter's parameter on the inbox side
 		switch {
 		case toOwner: // the inbox side is the owner's direct mail (mailroom.ToOwner)
 			if withOutbox {
@@ -423,7 +434,8 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				dcond += ` AND d.via = ` + via
 			}
 		case f.To != "":
-			mcond += toMessage + param(f.To) + `)`
+			toParam = param(f.To)
+			mcond += toMessage + toParam + `)`
 		}
 		cf := f // the filter of the inbox side, which its counts answer
 		if toOwner {
@@ -499,11 +511,23 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			nparts++
 		}
 		personal, queues := mailroom.ViaMailboxes(inboxVia) // the mailboxes that can hold the route
-		// Per inbox branch: walk the sender's messages (viaSender).
-		var bySender []bool
-		if sender != 0 && search == "" && f.Box != mailroom.BoxOutbox {
-			if bySender, err = sendsFewer(ctx, tx, cf, sender, me.ID, roles, personal, queues); err != nil {
-				return err
+		// The inbox branches that walk the sender's messages or those to
+		// the address rather than their mailbox (drivenBy).
+		var driven []bool
+		var walk, walkCond string
+		if search == "" && f.Box != mailroom.BoxOutbox {
+			var from string
+			var arg any
+			switch {
+			case sender != 0:
+				walk, from, arg = senderWalk, `FROM message WHERE sender_id = ?`, sender
+			case toParam != "":
+				walk, walkCond, from, arg = addressWalk, `a.address = `+toParam, `FROM message_to WHERE address = ?`, f.To
+			}
+			if walk != "" {
+				if driven, err = fewer(ctx, tx, cf, from, arg, me.ID, roles, personal, queues); err != nil {
+					return err
+				}
 			}
 		}
 		branches := func(dextra, mextra string) []string {
@@ -526,9 +550,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 						b[i] = strings.Replace(b[i], ` AND d.via = `+via, ``, 1)
 					}
 				}
-				for i, s := range bySender {
+				for i, s := range driven {
 					if s {
-						b[i] = viaSender(b[i])
+						b[i] = drivenBy(b[i], walk, walkCond)
 					}
 				}
 			}
@@ -544,7 +568,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// shape is what the statements' text depends on besides what
 		// each adds (their values are all parameters).
 		shape := strings.Join([]string{string(f.Box), strconv.FormatBool(withOutbox), itoa(len(roles)), dcond, mcond, ocond,
-			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(bySender), strconv.FormatBool(sender != 0 && sender != me.ID)}, "\x00")
+			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(driven), strconv.FormatBool(sender != 0 && sender != me.ID)}, "\x00")
 		// rowBranches are branches selecting the rows (listColumns) for
 		// a page without an offset (withRows).
 		rowBranches := func(dextra, mextra string) []string {
