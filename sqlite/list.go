@@ -50,7 +50,7 @@ const outboxColumns = `m.id, m.subject, m.sender_id, m.priority, m.created_at, N
 func withRows(branch, cols string) string {
 	const inbox, join, outbox = `SELECT d.message_seq AS seq, d.id AS did FROM delivery d`, ` JOIN message m ON m.seq = d.message_seq`,
 		`SELECT m.seq AS seq, NULL AS did FROM message m`
-	for _, w := range []struct{ walk, seq string }{{senderWalk, `m.seq`}, {addressWalk, `a.message_seq`}} {
+	for _, w := range []struct{ walk, seq string }{{senderWalk, `m.seq`}, {addressWalk, `a.message_seq`}, {conceptWalk, `g.message_seq`}} {
 		if rest, ok := strings.CutPrefix(branch, w.walk); ok {
 			return `SELECT ` + cols + `, ` + w.seq + ` AS seq` + strings.TrimPrefix(w.walk, `SELECT `+w.seq+` AS seq, d.id AS did`) + rest
 		}
@@ -211,13 +211,14 @@ func olderRoleDelivery() string {
 			AND (m.sender_id <> ?1 OR o.role = ` + ownSuccessorRole("?1") + `))`
 }
 
-// senderWalk and addressWalk begin an inbox branch that walks the messages
-// of the listing's sender (message_sender) or to its address
-// (message_to_address), newest first, and looks up the caller's delivery
-// of each (drivenBy).
+// senderWalk, addressWalk and conceptWalk begin an inbox branch that walks
+// the messages of the listing's sender (message_sender), to its address
+// (message_to_address) or with one of its tags (message_concept_concept),
+// newest first, and looks up the caller's delivery of each (drivenBy).
 const (
 	senderWalk  = `SELECT m.seq AS seq, d.id AS did FROM message m CROSS JOIN delivery d ON d.message_seq = m.seq`
 	addressWalk = `SELECT a.message_seq AS seq, d.id AS did FROM message_to a CROSS JOIN delivery d ON d.message_seq = a.message_seq JOIN message m ON m.seq = d.message_seq`
+	conceptWalk = `SELECT g.message_seq AS seq, d.id AS did FROM message_concept g CROSS JOIN delivery d ON d.message_seq = g.message_seq JOIN message m ON m.seq = d.message_seq`
 )
 
 // drivenBy makes an inbox branch walk the messages walk begins with (cond,
@@ -237,16 +238,16 @@ func drivenBy(branch, walk, cond string) string {
 	return walk + rest
 }
 
-// fewer reports, per inbox branch of reader me (personal, then one per
-// role in roles; personal and queues say which the listing reads), whether
-// the messages the driving index holds (from, the rest of a SELECT of
-// them, and its argument arg: a sender's, or an address's) are fewer than
-// that mailbox holds under f's state, route and priority (the counters'
-// keys), reading at most as many of them as the largest holds: a walk of
-// the smaller side costs the least, for a count as for a page (the
-// matches are a share of either side). An unread listing of a read
-// mailbox walks its empty unread range, not the sender's mail.
-func fewer(ctx context.Context, tx *ptx, f mailroom.ListFilter, from string, arg any, me int64, roles []string, personal, queues bool) ([]bool, error) {
+// mailboxSizes returns the size of each inbox branch's mailbox of reader
+// me (personal, then one per role in roles; personal and queues say which
+// the listing reads, others are 0) under f's state, route and priority,
+// from the counters. A walk of the smaller side costs the least, for a
+// count as for a page (the matches are a share of either side), so a
+// branch walks a filter's own index when it holds fewer messages than the
+// branch's mailbox (drivenBy); sized by the listing's keys, an unread
+// listing of a read mailbox walks its empty unread range, not a sender's
+// mail.
+func mailboxSizes(ctx context.Context, tx *ptx, f mailroom.ListFilter, me int64, roles []string, personal, queues bool) ([]int64, error) {
 	args := []any{nil} // ?1: the mailbox
 	var via, priority string
 	if f.Via != "" {
@@ -277,15 +278,15 @@ func fewer(ctx context.Context, tx *ptx, f mailroom.ListFilter, from string, arg
 			return nil, err
 		}
 	}
+	return sizes, nil
+}
+
+// countUpTo counts the rows of SELECT 1 from (with one argument arg), at
+// most limit of them.
+func countUpTo(ctx context.Context, tx *ptx, from string, arg any, limit int64) (int64, error) {
 	var k int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 `+from+` LIMIT ?)`, arg, slices.Max(sizes)).Scan(&k); err != nil {
-		return nil, err
-	}
-	out := make([]bool, len(sizes))
-	for i, n := range sizes {
-		out[i] = k < n
-	}
-	return out, nil
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 `+from+` LIMIT ?)`, arg, limit).Scan(&k)
+	return k, err
 }
 
 // perRole splits inboxBranches' role branch into one branch per role the
@@ -515,19 +516,38 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// the address rather than their mailbox (drivenBy).
 		var driven []bool
 		var walk, walkCond string
-		if search == "" && f.Box != mailroom.BoxOutbox {
-			var from string
-			var arg any
+		if search == "" && f.Box != mailroom.BoxOutbox && (sender != 0 || toParam != "" || len(f.Concepts) > 0) {
+			sizes, err := mailboxSizes(ctx, tx, cf, me.ID, roles, personal, queues)
+			if err != nil {
+				return err
+			}
+			limit := slices.Max(sizes)
+			var k int64
 			switch {
 			case sender != 0:
-				walk, from, arg = senderWalk, `FROM message WHERE sender_id = ?`, sender
+				walk = senderWalk
+				k, err = countUpTo(ctx, tx, `FROM message WHERE sender_id = ?`, sender, limit)
 			case toParam != "":
-				walk, walkCond, from, arg = addressWalk, `a.address = `+toParam, `FROM message_to WHERE address = ?`, f.To
-			}
-			if walk != "" {
-				if driven, err = fewer(ctx, tx, cf, from, arg, me.ID, roles, personal, queues); err != nil {
-					return err
+				walk, walkCond = addressWalk, `a.address = `+toParam
+				k, err = countUpTo(ctx, tx, `FROM message_to WHERE address = ?`, f.To, limit)
+			default: // the rarest tag
+				var tag string
+				for i, c := range f.Concepts {
+					n, err := countUpTo(ctx, tx, `FROM message_concept WHERE concept_id = ?`, c, limit)
+					if err != nil {
+						return err
+					}
+					if i == 0 || n < k {
+						tag, k = c, n
+					}
 				}
+				walk, walkCond = conceptWalk, `g.concept_id = `+param(tag)
+			}
+			if err != nil {
+				return err
+			}
+			for _, n := range sizes {
+				driven = append(driven, k < n)
 			}
 		}
 		branches := func(dextra, mextra string) []string {

@@ -109,8 +109,13 @@ func ListingRowsAreTheMessages(t *testing.T, s mailroom.Store) {
 	// itself) holds the rows of the same listing whose recipients name the
 	// reader, rows and count: a store may answer its inbox side from the
 	// reader's direct mail (mailroom.ToOwner). A message to everyone and
-	// to bob reaches bob directly and carol as a broadcast.
+	// to bob reaches bob directly and carol as a broadcast; bob deleted a
+	// message to him and to his role, which carol still sees by the role.
 	e.send("alice", "*", "@bob")
+	gone := e.send("alice", "@bob", "role:reviewer")
+	if _, err := s.Delete(e.as("bob"), gone.MessageID); err != nil {
+		t.Fatal(err)
+	}
 	for _, who := range []string{"bob", "carol", "dana"} {
 		self := "@" + who
 		if who == "dana" {
@@ -131,6 +136,11 @@ func ListingRowsAreTheMessages(t *testing.T, s mailroom.Store) {
 				p := e.list(who, in)
 				if got := ids(p); !slices.Equal(got, want) || p.TotalCount != len(want) {
 					t.Errorf("%s %+v: rows %v, totalCount %d; the rows to %s of the same listing are %v", who, in, got, p.TotalCount, self, want)
+				}
+				if in.Query == "" { // pages by cursor hold the same rows
+					if n := e.walked(t, who, in); n != len(want) {
+						t.Errorf("%s %+v: a walk by cursor returns %d rows, want %d", who, in, n, len(want))
+					}
 				}
 			}
 		}
