@@ -503,4 +503,19 @@ func TestListingsBySenderOrAddressWalkTheSmallerSide(t *testing.T) {
 				c.in, walks, senders, c.senders, strings.Join(plan, "\n  "))
 		}
 	}
+	// A store written before addresses were made unique (@me beside
+	// @<self>) may list one address twice in a message: the walk of the
+	// address still yields each message once.
+	if err := s.SendMany(dave, draftTo(t, "@bob", "@alice"), 2); err != nil {
+		t.Fatal(err)
+	}
+	execRaw(t, path, `INSERT INTO message_to (message_seq, position, address)
+		SELECT message_seq, position + 100, address FROM message_to WHERE address = '@alice'`)
+	f, err := mailroom.ListInput{To: "@alice"}.Filter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.List(bob, f); err != nil || p.TotalCount != 2 || len(p.Messages) != 2 {
+		t.Fatalf("to: @alice with the address listed twice: %v, %d rows, totalCount %d", err, len(p.Messages), p.TotalCount)
+	}
 }
