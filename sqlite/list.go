@@ -225,7 +225,7 @@ const (
 
 // maxTagSides bounds the tags of a listing whose counts are weighed
 // (drivenBy): each is a count of up to a mailbox's size.
-const maxTagSides = 6
+const maxTagSides = 3
 
 // drivenBy makes an inbox branch walk the messages walk begins with (cond,
 // if any, selects them) rather than the mailbox; CROSS JOIN keeps the
