@@ -137,16 +137,19 @@ func ViaMailboxes(via string) (personal, roleQueues bool) {
 	return true, true
 }
 
-// ToOwner reports whether an inbox listing's to filter (a resolved
-// address) names the mailbox's owner, with via the route it lists by:
-// then the listing's inbox rows are the owner's direct deliveries, which
-// a store may count from its counters and list without reading recipient
-// lists. A personal delivery comes direct exactly when its message was
-// addressed to its recipient (a broadcast skips whoever it also names),
-// and a role queue shows its holder no message addressed to them (they
-// got it personally). Outbox rows keep the filter itself.
-func ToOwner(to string, owner Identity, via string) bool {
-	return to != "" && to == owner.Address() && (via == "" || via == ViaDirect)
+// OwnersDirectMail reports whether f lists mail by its owner's own address
+// (to: @me, or the address spelled out) and returns the filter its inbox
+// side answers: the owner's direct mail, with no recipient test. A
+// personal delivery comes direct exactly when its message was addressed to
+// its recipient (a broadcast skips whoever it also names), and a role
+// queue shows its holder nothing addressed to them (they got it
+// personally). Outbox rows keep f's to.
+func (f ListFilter) OwnersDirectMail(owner Identity) (ListFilter, bool) {
+	if f.Box == BoxOutbox || (f.To != "@me" && f.To != owner.Address()) || (f.Via != "" && f.Via != ViaDirect) {
+		return f, false
+	}
+	f.To, f.Via = "", ViaDirect
+	return f, true
 }
 
 // PurgeRequest asks to remove old mail for good (mailroom purge).

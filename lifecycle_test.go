@@ -1,6 +1,7 @@
 package mailroom
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -67,5 +68,43 @@ func TestLifecycleFilters(t *testing.T) {
 				t.Fatalf("%+v %v", f, err)
 			}
 		})
+	}
+}
+
+// A listing by its owner's own address reads the owner's direct mail on
+// its inbox side; any other address, another route or the outbox alone
+// keeps the filter.
+func TestOwnersDirectMail(t *testing.T) {
+	bob := Identity{ID: 7, Name: "bob", Kind: KindAgent}
+	dana := Identity{ID: 8, Name: "dana", Kind: KindHuman}
+	for _, c := range []struct {
+		owner Identity
+		f     ListFilter
+		ok    bool
+	}{
+		{bob, ListFilter{To: "@me"}, true},
+		{bob, ListFilter{To: "@bob", Box: BoxAll}, true},
+		{bob, ListFilter{To: "@bob", Via: ViaDirect, UnreadOnly: true}, true},
+		{dana, ListFilter{To: "human:dana"}, true},
+		{dana, ListFilter{To: "@dana"}, false},
+		{bob, ListFilter{To: "@alice"}, false},
+		{bob, ListFilter{To: "role:bob"}, false},
+		{bob, ListFilter{To: "@me", Via: ViaBroadcast}, false},
+		{bob, ListFilter{To: "@me", Via: ViaRole}, false},
+		{bob, ListFilter{To: "@me", Box: BoxOutbox}, false},
+		{bob, ListFilter{}, false},
+	} {
+		got, ok := c.f.OwnersDirectMail(c.owner)
+		if ok != c.ok {
+			t.Errorf("%s %+v: %v, want %v", c.owner.Address(), c.f, ok, c.ok)
+			continue
+		}
+		want := c.f
+		if ok {
+			want.To, want.Via = "", ViaDirect
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s %+v: inbox filter %+v, want %+v", c.owner.Address(), c.f, got, want)
+		}
 	}
 }

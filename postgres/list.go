@@ -299,25 +299,21 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// Outbox rows have no read state, archive or route of the
 		// caller's, so listings by those have none of them.
 		withOutbox := f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == ""
-		var ocond string  // conditions on the outbox branch alone
-		inboxVia := f.Via // the route the inbox branches list
-		toOwner := f.Box != mailroom.BoxOutbox && mailroom.ToOwner(to, me, f.Via)
+		var ocond string // conditions on the outbox branch alone
+		// cf is the filter of the inbox side, which its counts answer.
+		cf, toOwner := f.OwnersDirectMail(me)
 		toMessage := ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = `
 		switch {
-		case toOwner: // the inbox side is the owner's direct mail (mailroom.ToOwner)
+		case toOwner:
 			if withOutbox {
 				ocond += toMessage + param(to) + `)`
 			}
 			if f.Via == "" {
-				inboxVia, via = mailroom.ViaDirect, param(mailroom.ViaDirect)
+				via = param(cf.Via)
 				dcond += ` AND d.via = ` + via
 			}
 		case to != "":
 			mcond += toMessage + param(to) + `)`
-		}
-		cf := f // the filter of the inbox side, which its counts answer
-		if toOwner {
-			cf.To, cf.Via = "", inboxVia
 		}
 		var search string // the text query, for a bounded search
 		if f.QueryEmpty {
@@ -368,7 +364,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				// planner took the test for a rare one and sorted the whole
 				// queue). The personal branch keeps its test: a prepared
 				// search page must reference every parameter.
-				personal, queues := mailroom.ViaMailboxes(inboxVia)
+				personal, queues := mailroom.ViaMailboxes(cf.Via)
 				if !personal {
 					b[0] += ` AND false`
 				}

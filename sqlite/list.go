@@ -223,8 +223,8 @@ const (
 	conceptWalk = `SELECT g.message_seq AS seq, d.id AS did FROM message_concept g CROSS JOIN delivery d ON d.message_seq = g.message_seq JOIN message m ON m.seq = d.message_seq`
 )
 
-// maxTagSides bounds the tags of a listing whose counts are weighed
-// (drivenBy): each is a count of up to a mailbox's size.
+// maxTagSides bounds the tags of a listing weighed by chooseWalk: each is
+// a count of up to a mailbox's size.
 const maxTagSides = 3
 
 // drivenBy makes an inbox branch walk the messages walk begins with (cond,
@@ -293,6 +293,54 @@ func countUpTo(ctx context.Context, tx *ptx, from string, arg any, limit int64) 
 	var k int64
 	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 `+from+` LIMIT ?)`, arg, limit).Scan(&k)
 	return k, err
+}
+
+// walkSide is an index a listing's filter can walk instead of a mailbox:
+// the walk (senderWalk, addressWalk or conceptWalk), its condition, and a
+// count of its messages (from, the rest of a SELECT of them, with arg).
+type walkSide struct {
+	walk, cond, from string
+	arg              any
+}
+
+// walkChoice is the side a listing walks and, per inbox branch, whether
+// the branch walks it (none: every branch walks its mailbox).
+type walkChoice struct {
+	walkSide
+	driven []bool
+}
+
+// chooseWalk weighs the sides of a listing by f against each inbox
+// branch's mailbox (mailboxSizes): the side with the fewest messages, and
+// the branches whose mailboxes hold more. Each count needs only to beat the
+// best so far.
+func chooseWalk(ctx context.Context, tx *ptx, f mailroom.ListFilter, me int64, roles []string, personal, queues bool, sides []walkSide) (walkChoice, error) {
+	if len(sides) == 0 {
+		return walkChoice{}, nil
+	}
+	sizes, err := mailboxSizes(ctx, tx, f, me, roles, personal, queues)
+	if err != nil {
+		return walkChoice{}, err
+	}
+	limit, best := slices.Max(sizes), -1
+	var k int64
+	for i, s := range sides {
+		n, err := countUpTo(ctx, tx, s.from, s.arg, limit)
+		if err != nil {
+			return walkChoice{}, err
+		}
+		if best < 0 || n < k {
+			best, k, limit = i, n, n
+		}
+		if k == 0 {
+			break
+		}
+	}
+	c := walkChoice{walkSide: sides[best]}
+	for _, n := range sizes {
+		c.driven = append(c.driven, k < n)
+	}
+	return c, nil
 }
 
 // perRole splits inboxBranches' role branch into one branch per role the
@@ -426,27 +474,23 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// Outbox rows have no read state, archive or route of the
 		// caller's, so listings by those have none of them.
 		withOutbox := f.Box != mailroom.BoxInbox && !f.UnreadOnly && !f.ArchivedOnly && f.Via == ""
-		var ocond string  // outbox-only conditions
-		inboxVia := f.Via // the route the inbox branches list
-		toOwner := f.Box != mailroom.BoxOutbox && mailroom.ToOwner(f.To, me, f.Via)
+		var ocond string // outbox-only conditions
+		// cf is the filter of the inbox side, which its counts answer.
+		cf, toOwner := f.OwnersDirectMail(me)
 		toMessage := ` AND EXISTS (SELECT 1 FROM message_to t WHERE t.message_seq = m.seq AND t.address = `
 		var toParam string // the to filter's parameter on the inbox side
 		switch {
-		case toOwner: // the inbox side is the owner's direct mail (mailroom.ToOwner)
+		case toOwner:
 			if withOutbox {
 				ocond += toMessage + param(f.To) + `)`
 			}
 			if f.Via == "" {
-				inboxVia, via = mailroom.ViaDirect, param(mailroom.ViaDirect)
+				via = param(cf.Via)
 				dcond += ` AND d.via = ` + via
 			}
 		case f.To != "":
 			toParam = param(f.To)
 			mcond += toMessage + toParam + `)`
-		}
-		cf := f // the filter of the inbox side, which its counts answer
-		if toOwner {
-			cf.To, cf.Via = "", inboxVia
 		}
 		// A cursor is a position in seq order: the page after it is the
 		// same index range scan as a first page, at any depth.
@@ -517,54 +561,26 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		if withOutbox {
 			nparts++
 		}
-		personal, queues := mailroom.ViaMailboxes(inboxVia) // the mailboxes that can hold the route
-		// The inbox branches that walk the sender's messages, those to the
-		// address or those with a tag rather than their mailbox (drivenBy):
-		// the fewest of the filter's, weighed against each mailbox.
-		var driven []bool
-		var walk, walkCond string
-		if search == "" && f.Box != mailroom.BoxOutbox && (sender != 0 || toParam != "" || len(f.Concepts) > 0) {
-			sizes, err := mailboxSizes(ctx, tx, cf, me.ID, roles, personal, queues)
-			if err != nil {
-				return err
-			}
-			type side struct {
-				walk, from string
-				arg        any
-			}
-			var sides []side
+		personal, queues := mailroom.ViaMailboxes(cf.Via) // the mailboxes that can hold the route
+		// The inbox branches that walk the filter's own index rather than
+		// their mailbox (drivenBy), and that walk.
+		var w walkChoice
+		if search == "" && f.Box != mailroom.BoxOutbox {
+			var sides []walkSide
 			if sender != 0 {
-				sides = append(sides, side{senderWalk, `FROM message WHERE sender_id = ?`, sender})
+				sides = append(sides, walkSide{senderWalk, ``, `FROM message WHERE sender_id = ?`, sender})
 			}
 			if toParam != "" {
-				sides = append(sides, side{addressWalk, `FROM message_to WHERE address = ?`, f.To})
+				sides = append(sides, walkSide{addressWalk, `a.address = ` + toParam, `FROM message_to WHERE address = ?`, f.To})
 			}
 			for _, c := range f.Concepts[:min(len(f.Concepts), maxTagSides)] {
-				sides = append(sides, side{conceptWalk, `FROM message_concept WHERE concept_id = ?`, c})
+				sides = append(sides, walkSide{conceptWalk, `g.concept_id = `, `FROM message_concept WHERE concept_id = ?`, c})
 			}
-			// Each count needs only to beat the best so far.
-			limit, best := slices.Max(sizes), -1
-			var k int64
-			for i, s := range sides {
-				n, err := countUpTo(ctx, tx, s.from, s.arg, limit)
-				if err != nil {
-					return err
-				}
-				if best < 0 || n < k {
-					best, k, limit = i, n, n
-				}
-				if k == 0 {
-					break
-				}
+			if w, err = chooseWalk(ctx, tx, cf, me.ID, roles, personal, queues, sides); err != nil {
+				return err
 			}
-			switch walk = sides[best].walk; walk {
-			case addressWalk:
-				walkCond = `a.address = ` + toParam
-			case conceptWalk:
-				walkCond = `g.concept_id = ` + param(sides[best].arg)
-			}
-			for _, n := range sizes {
-				driven = append(driven, k < n)
+			if w.walk == conceptWalk { // the chosen tag is a parameter of its own
+				w.cond += param(w.arg)
 			}
 		}
 		branches := func(dextra, mextra string) []string {
@@ -587,9 +603,9 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 						b[i] = strings.Replace(b[i], ` AND d.via = `+via, ``, 1)
 					}
 				}
-				for i, s := range driven {
+				for i, s := range w.driven {
 					if s {
-						b[i] = drivenBy(b[i], walk, walkCond)
+						b[i] = drivenBy(b[i], w.walk, w.cond)
 					}
 				}
 			}
@@ -605,7 +621,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// shape is what the statements' text depends on besides what
 		// each adds (their values are all parameters).
 		shape := strings.Join([]string{string(f.Box), strconv.FormatBool(withOutbox), itoa(len(roles)), dcond, mcond, ocond,
-			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(driven), strconv.FormatBool(sender != 0 && sender != me.ID)}, "\x00")
+			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(w.driven), w.walk, w.cond, strconv.FormatBool(sender != 0 && sender != me.ID)}, "\x00")
 		// rowBranches are branches selecting the rows (listColumns) for
 		// a page without an offset (withRows).
 		rowBranches := func(dextra, mextra string) []string {
