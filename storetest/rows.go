@@ -108,7 +108,7 @@ func ListingRowsAreTheMessages(t *testing.T, s mailroom.Store) {
 	// A listing by the reader's own address (to: @me, or the address
 	// itself) holds the rows of the same listing whose recipients name the
 	// reader, rows and count: a store may answer its inbox side from the
-	// reader's direct mail (mailroom.ToOwner). A message to everyone and
+	// reader's direct mail (ListFilter.OwnersDirectMail). A message to everyone and
 	// to bob reaches bob directly and carol as a broadcast; bob deleted a
 	// message to him and to his role, which carol still sees by the role.
 	e.send("alice", "*", "@bob")
