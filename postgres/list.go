@@ -340,6 +340,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			related = param(t.seq)
 			mcond += ` AND m.seq <> ` + related + ` AND m.seq IN (` + relatedCandidates(related) + `)`
 		}
+		personal, queues := mailroom.ViaMailboxes(cf.Via) // the mailboxes that can hold the route
 		// A filter on the message with an index of its own to start from
 		// (inboxBranchesFor): not a priority, the sender's kind, or tags
 		// (a count per message).
@@ -364,7 +365,6 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				// planner took the test for a rare one and sorted the whole
 				// queue). The personal branch keeps its test: a prepared
 				// search page must reference every parameter.
-				personal, queues := mailroom.ViaMailboxes(cf.Via)
 				if !personal {
 					b[0] += ` AND false`
 				}
@@ -445,8 +445,12 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 						count.WriteString(` + (` + counterCount(`= $1`, cf, via, priority) + `)`)
 						continue
 					}
-					if i > 1 {
-						continue // the first role branch counted every queue
+					if i > 1 || !queues {
+						// The first role branch counted every queue; queues
+						// that cannot hold the route count none (their
+						// candidates are the reader's: all of a hidden
+						// queue's mail when they also get it personally).
+						continue
 					}
 					// The role queues' counters, less the counted deliveries
 					// the role branch leaves out; the conditions are the

@@ -403,17 +403,56 @@ func TestRoleHolderFilteredListingsCostTheirMatches(t *testing.T) {
 	flatWork(t, plans(400), plans(3_200), 1_000)
 }
 
-// flatWork fails t for each measure of small (a queue of 400 beside 3,000
-// other deliveries) that is 0, or that large (3,200 beside 24,000) makes
-// grow by more than 200 or past bound.
+// A role holder's listings by a route only personal mail takes (direct,
+// broadcast, or to the reader's own address) count from the counters,
+// however much of the queue the holder also got personally: the count
+// skipped no role queue, and subtracted every role delivery hidden from
+// the holder, one per message sent to both bob and his role here. (Their
+// watermark still walks such a queue: "the hidden role queue" in
+// docs/benchmarks.md.)
+func TestPersonalRoutesSkipTheRoleCandidates(t *testing.T) {
+	plans := func(n int) map[string]int {
+		s, rec, as := roleHolderStore(t)
+		both, err := mailroom.SendInput{To: []string{"@bob", "role:reviewer"}, Subject: "s", Body: "b"}.Draft(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		both.OriginSessionID = "SESSION:pg"
+		if err := s.SendMany(as("alice"), both, n); err != nil {
+			t.Fatal(err)
+		}
+		sendAndAnalyze(t, s, as, []bulkSend{{"carol", "@bob", 100}})
+		out := map[string]int{}
+		for _, c := range []struct {
+			name string
+			in   mailroom.ListInput
+		}{{"via direct", mailroom.ListInput{Via: "direct"}}, {"to me", mailroom.ListInput{To: "@me"}}, {"via broadcast", mailroom.ListInput{Via: "broadcast"}}} {
+			f, err := c.in.Filter()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range rec.during(t, func() error { _, err := s.List(as("bob"), f); return err }) {
+				if strings.Contains(q.SQL, "SELECT 0 + (") { // the count
+					out[c.name] += explainAnalyze(t, s, q).rows()
+				}
+			}
+		}
+		return out
+	}
+	flatWork(t, plans(400), plans(3_200), 100)
+}
+
+// flatWork fails t for each measure of small (a plan test's store at 400)
+// that is 0, or that large (the store at 3,200) makes grow by more than
+// 200 or past bound.
 func flatWork(t *testing.T, small, large map[string]int, bound int) {
 	t.Helper()
 	for name, n := range small {
 		if n == 0 || large[name] > n+200 || large[name] > bound {
-			t.Errorf("%s: %d with a queue of 400 beside 3,000 other deliveries, %d with 3,200 beside 24,000 (plan rows, or buffers for pages)", name, n, large[name])
+			t.Errorf("%s: %d at 400, %d at 3,200 (plan rows, or buffers for pages)", name, n, large[name])
 		}
 	}
-	t.Logf("plan rows and buffers, queue of 400 / 3,200: %v / %v", small, large)
+	t.Logf("plan rows and buffers at 400 / 3,200: %v / %v", small, large)
 }
 
 // bulkSend is n copies of a message from one agent to one address.

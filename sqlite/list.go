@@ -721,7 +721,10 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 					case fromCounts && i == 0:
 						count.WriteString(` + (` + pc + `)`)
 					case fromCounts && i <= len(roles):
-						if i == 1 {
+						// Role queues that cannot hold the route count none;
+						// their candidates are the reader's (all of a hidden
+						// queue's mail when they also get it personally).
+						if i == 1 && queues {
 							count.WriteString(` + ` + roleTotal(rk, dcond, mcond))
 						}
 					default:

@@ -520,3 +520,53 @@ func TestListingsBySenderOrAddressWalkTheSmallerSide(t *testing.T) {
 		t.Fatalf("to: @alice with the address listed twice: %v, %d rows, totalCount %d", err, len(p.Messages), p.TotalCount)
 	}
 }
+
+// A role holder's listings by a route only personal mail takes (direct,
+// broadcast, or to the reader's own address) count from the personal
+// counters alone: the count still counted the role queues and subtracted
+// the deliveries hidden from the holder, reading every candidate (all of
+// a queue whose mail the holder also gets personally).
+func TestPersonalRoutesSkipTheRoleCandidates(t *testing.T) {
+	t.Parallel()
+	var (
+		recording atomic.Bool
+		mu        sync.Mutex
+		counts    []string
+	)
+	hooks := &sqlite.Hooks{Statement: func(q string, args []any) {
+		if recording.Load() && strings.HasPrefix(q, "SELECT 0 ") {
+			mu.Lock()
+			defer mu.Unlock()
+			counts = append(counts, q)
+		}
+	}}
+	s := open(t, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{Hooks: hooks, NoSync: true})
+	alice, bob := agent(t, s, "alice"), agent(t, s, "bob")
+	if err := s.GrantRole(context.Background(), "bob", "reviewer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMany(alice, draftTo(t, "@bob", "role:reviewer"), 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []mailroom.ListInput{{Via: "direct"}, {Via: "broadcast"}, {To: "@me"}, {To: "@bob", UnreadOnly: true}} {
+		f, err := in.Filter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		counts = nil
+		mu.Unlock()
+		recording.Store(true)
+		_, err = s.List(bob, f)
+		recording.Store(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(counts) != 1 {
+			t.Fatalf("%+v: %d counts recorded", in, len(counts))
+		}
+		if strings.Contains(counts[0], "role_count") {
+			t.Errorf("%+v: the count reads the role queues' counters and candidates:\n%s", in, oneLine(counts[0]))
+		}
+	}
+}
