@@ -229,10 +229,10 @@ const maxTagSides = 3
 
 // drivenBy makes an inbox branch walk the messages walk begins with (cond,
 // if any, selects them) rather than the mailbox; CROSS JOIN keeps the
-// delivery after the walk in SQLite's loops. SQLite plans a statement once, not per sender or address,
-// and walked the mailbox: agent-0's from: @agent-1 at 1M read 670k personal
-// deliveries to count 37k, ~1 s, and to: role:reviewer at 100k went past
-// the 100 ms CPU budget.
+// delivery after the walk in SQLite's loops. SQLite plans a statement once,
+// not per sender or address, and walked the mailbox: agent-0's from:
+// @agent-1 at 1M read 670k personal deliveries to count 37k, ~1 s, and to:
+// role:reviewer at 100k went past the 100 ms CPU budget.
 func drivenBy(branch, walk, cond string) string {
 	rest, ok := strings.CutPrefix(branch, `SELECT d.message_seq AS seq, d.id AS did FROM delivery d JOIN message m ON m.seq = d.message_seq`)
 	if !ok {
@@ -272,16 +272,15 @@ func mailboxSizes(ctx context.Context, tx *ptx, f mailroom.ListFilter, me int64,
 	sizes := make([]int64, 1+len(roles))
 	var err error
 	if personal {
-		if sizes[0], err = size(`SELECT coalesce(sum(n), 0) FROM mailbox_count WHERE recipient_id = ?1`+countKeys(f, `via`, via, priority), me); err != nil {
+		if sizes[0], err = size(personalCount(f, via, priority), me); err != nil {
 			return nil, err
 		}
 	}
-	for i, r := range roles {
-		if !queues {
-			break
-		}
-		if sizes[i+1], err = size(`SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?1`+countKeys(f, `'role'`, via, priority), r); err != nil {
-			return nil, err
+	if queues {
+		for i, r := range roles {
+			if sizes[i+1], err = size(`SELECT coalesce(sum(n), 0) FROM role_count WHERE role = ?1`+countKeys(f, `'role'`, via, priority), r); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return sizes, nil
@@ -562,6 +561,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			nparts++
 		}
 		personal, queues := mailroom.ViaMailboxes(cf.Via) // the mailboxes that can hold the route
+		othersMail := sender != 0 && sender != me.ID      // listed by a sender the caller's outbox cannot hold
 		// The inbox branches that walk the filter's own index rather than
 		// their mailbox (drivenBy), and that walk.
 		var w walkChoice
@@ -574,13 +574,13 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 				sides = append(sides, walkSide{addressWalk, `a.address = ` + toParam, `FROM message_to WHERE address = ?`, f.To})
 			}
 			for _, c := range f.Concepts[:min(len(f.Concepts), maxTagSides)] {
-				sides = append(sides, walkSide{conceptWalk, `g.concept_id = `, `FROM message_concept WHERE concept_id = ?`, c})
+				sides = append(sides, walkSide{conceptWalk, ``, `FROM message_concept WHERE concept_id = ?`, c})
 			}
 			if w, err = chooseWalk(ctx, tx, cf, me.ID, roles, personal, queues, sides); err != nil {
 				return err
 			}
 			if w.walk == conceptWalk { // the chosen tag is a parameter of its own
-				w.cond += param(w.arg)
+				w.cond = `g.concept_id = ` + param(w.arg)
 			}
 		}
 		branches := func(dextra, mextra string) []string {
@@ -611,7 +611,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 			}
 			if withOutbox {
 				o := outboxBranch(mcond+ocond+mextra, f.Box == mailroom.BoxAll)
-				if sender != 0 && sender != me.ID {
+				if othersMail {
 					o += ` AND 0` // the caller's sent mail is from the caller
 				}
 				b = append(b, o)
@@ -621,7 +621,7 @@ func (s *Store) List(ctx context.Context, f mailroom.ListFilter) (mailroom.Page,
 		// shape is what the statements' text depends on besides what
 		// each adds (their values are all parameters).
 		shape := strings.Join([]string{string(f.Box), strconv.FormatBool(withOutbox), itoa(len(roles)), dcond, mcond, ocond,
-			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(w.driven), w.walk, w.cond, strconv.FormatBool(sender != 0 && sender != me.ID)}, "\x00")
+			strconv.FormatBool(personal), strconv.FormatBool(queues), fmt.Sprint(w.driven), w.walk, w.cond, strconv.FormatBool(othersMail)}, "\x00")
 		// rowBranches are branches selecting the rows (listColumns) for
 		// a page without an offset (withRows).
 		rowBranches := func(dextra, mextra string) []string {

@@ -510,7 +510,9 @@ func TestListingsBySenderOrAddressWalkTheSmallerSide(t *testing.T) {
 	if err := s.SendMany(dave, draftTo(t, "@bob", "@alice"), 2); err != nil {
 		t.Fatal(err)
 	}
-	execRaw(t, path, `INSERT INTO message_to (message_seq, position, address)
+	// The store's background work (the full-text merger after a send) may
+	// hold the write lock: this writer waits for it.
+	execRaw(t, path+"?_pragma=busy_timeout(10000)", `INSERT INTO message_to (message_seq, position, address)
 		SELECT message_seq, position + 100, address FROM message_to WHERE address = '@alice'`)
 	f, err := mailroom.ListInput{To: "@alice"}.Filter()
 	if err != nil {

@@ -463,7 +463,7 @@ func testConceptFilters(t *testing.T, s mailroom.Store) {
 // Listings of one shape of filters with different values answer each
 // their own, whatever ran before: a store may walk another index for each
 // (a sender's messages, a tag's) and keep each statement's text. The
-// first listing walks the rare tag, the second dave's messages.
+// first listing walks the rare tag, the second carol's messages.
 func testFilterValuesInAnyOrder(t *testing.T, s mailroom.Store) {
 	e := newEnv(t, s)
 	tagged := func(from string, n int, tags ...string) {
